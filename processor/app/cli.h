@@ -1,0 +1,31 @@
+/* cli.h — the dpstream command-line entry points and the small helpers
+ * they share (flag parsing, key loading, error reporting). */
+#ifndef DP_CLI_H
+#define DP_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/drbg.h"
+#include "core/rational.h"
+
+/* Each subcommand: argv[0] is the subcommand name; returns the exit code. */
+int cmd_sample(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
+int cmd_counter(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Print "dpstream <cmd>: <message>" to stderr; returns 2 (usage/config
+ * errors) so callers can `return cli_fail(...)`. */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict numeric parsing: the whole string must be consumed. 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t *out);
+int cli_parse_i64(const char *s, int64_t *out);
+int cli_parse_double(const char *s, double *out);
+
+/* Load the noise key from exactly one of --key-file / --key-hex (either may
+ * be NULL).  Prints the error and returns -1 on failure. */
+int cli_load_key(const char *cmd, const char *key_file, const char *key_hex, dp_key *key);
+
+#endif

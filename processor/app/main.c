@@ -1,0 +1,44 @@
+/* main.c — dpstream's command dispatcher. */
+#include "app/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command COMMANDS[] = {
+    {"demo",    cmd_demo,    "run the embedded default demo (no broker needed)"},
+    {"sample",  cmd_sample,  "print exact discrete Laplace/Gaussian draws from the keyed DRBG"},
+    {"keygen",  cmd_keygen,  "write a fresh 32-byte noise key file (mode 0600)"},
+    {"counter", cmd_counter, "run a private continual counter over integers on stdin"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: dpstream <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "\n'dpstream <command> --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0)
+            return COMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "dpstream: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

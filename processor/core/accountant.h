@@ -1,0 +1,90 @@
+/* accountant.h — privacy budgets, composition, conversions, and the
+ * per-stream ledger that fails closed (ALGORITHMS.md §1, DESIGN.md §3).
+ *
+ * Two models: pure ε-DP (budgets add) and ρ-zCDP (budgets add; Bun &
+ * Steinke 2016).  A pure ε mechanism is ε²/2-zCDP, so a zCDP ledger can
+ * absorb pure spends; the reverse conversion does not exist and is refused. */
+#ifndef DP_ACCOUNTANT_H
+#define DP_ACCOUNTANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum dp_privacy_model {
+    DP_PRIVACY_ZCDP = 1,   /* value is ρ */
+    DP_PRIVACY_PURE = 2,   /* value is ε */
+} dp_privacy_model;
+
+typedef struct dp_privacy {
+    dp_privacy_model model;
+    double value;
+} dp_privacy;
+
+const char *dp_privacy_model_name(dp_privacy_model m);   /* "zcdp" / "pure" */
+
+/* ε-DP ⇒ (ε²/2)-zCDP. */
+double dp_pure_to_zcdp(double epsilon);
+
+/* ρ-zCDP ⇒ (ε, δ)-DP, simple bound: ε = ρ + 2·sqrt(ρ·ln(1/δ)) (BS16 Prop 1.3). */
+double dp_zcdp_to_eps_simple(double rho, double delta);
+
+/* Tighter conversion (Canonne, Kamath, Steinke 2020, Prop. 12):
+ *   δ(ε) = inf_{α>1} exp((α-1)(αρ-ε)) / (α-1) · (1-1/α)^α
+ * dp_zcdp_delta_cks evaluates the infimum (minimising over α numerically);
+ * dp_zcdp_to_eps_cks finds the smallest ε with δ(ε) <= delta by bisection.
+ * Both return 0 or DP_EINVAL for ρ < 0, δ ∉ (0,1). */
+int dp_zcdp_delta_cks(double rho, double epsilon, double *delta);
+int dp_zcdp_to_eps_cks(double rho, double delta, double *epsilon);
+
+/* Cost of `cost` expressed in `model`; DP_EINVAL if not convertible
+ * (zCDP cannot be expressed as pure ε). */
+int dp_privacy_convert(dp_privacy cost, dp_privacy_model model, double *out);
+
+/* --- ledger -------------------------------------------------------------- */
+
+#define DP_LEDGER_MECH_MAX 40
+
+typedef struct dp_ledger_entry {
+    uint64_t step;
+    double   amount;                        /* in the ledger's model */
+    char     mechanism[DP_LEDGER_MECH_MAX]; /* NUL-terminated label */
+} dp_ledger_entry;
+
+typedef struct dp_ledger {
+    dp_privacy_model  model;
+    double            budget;       /* total ρ or ε for the stream */
+    double            spent;        /* Σ amount, accumulated in entry order */
+    int               exhausted;    /* set once a spend is refused or budget is met */
+    size_t            n_entries;
+    size_t            cap_entries;
+    dp_ledger_entry  *entries;
+} dp_ledger;
+
+/* Relative slack for comparisons against the budget: a budget split into
+ * many equal floating-point parts must still sum to "at most" the budget.
+ * 1e-9 relative is far below any meaningful privacy difference. */
+#define DP_LEDGER_REL_SLACK 1e-9
+
+int  dp_ledger_init(dp_ledger *l, dp_privacy_model model, double budget,
+                    char *errstr, size_t errstr_size);
+void dp_ledger_free(dp_ledger *l);
+
+/* Would spending `planned` in total (e.g. a synthesizer's whole plan over
+ * its horizon) fit the budget?  Used to refuse configurations up front. */
+int  dp_ledger_check_plan(const dp_ledger *l, dp_privacy planned,
+                          char *errstr, size_t errstr_size);
+
+/* Record one spend.  Refuses (DP_EBUDGET, nothing recorded, ledger marked
+ * exhausted) if it would exceed the budget. */
+int  dp_ledger_spend(dp_ledger *l, uint64_t step, const char *mechanism,
+                     dp_privacy cost, char *errstr, size_t errstr_size);
+
+double dp_ledger_remaining(const dp_ledger *l);
+
+/* Exact binary serialization (doubles as IEEE-754 bit patterns, little
+ * endian, versioned).  *out is malloc'd; free() it. */
+int dp_ledger_serialize(const dp_ledger *l, uint8_t **out, size_t *out_len);
+int dp_ledger_deserialize(dp_ledger *l, const uint8_t *buf, size_t len,
+                          char *errstr, size_t errstr_size);
+
+#endif

@@ -1,0 +1,5 @@
+/* PLACEHOLDER-REPLACE: being implemented. */
+#include "core/counter_impl.h"
+#include "core/dp_error.h"
+static int ph_init(dp_counter *c, char *e, size_t n) { return dp_err(e, n, DP_EINVAL, "counter sparse_inhomogeneous not built yet"); }
+const dp_counter_ops dp_counter_ops_sparse_inhomogeneous = { .init = ph_init };

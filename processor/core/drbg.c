@@ -1,0 +1,228 @@
+/* drbg.c — see drbg.h for the construction and why it is shaped this way. */
+#include "core/drbg.h"
+#include "core/dp_error.h"
+
+#include <sodium.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char DRBG_DOMAIN[] = "dpstream.drbg.v1";
+
+static void put_le64(uint8_t out[8], uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void hash_field(crypto_generichash_state *st, const void *p, size_t n)
+{
+    uint8_t len[8];
+    put_le64(len, (uint64_t)n);
+    crypto_generichash_update(st, len, sizeof len);
+    if (n)
+        crypto_generichash_update(st, p, n);
+}
+
+void dp_drbg_init(dp_drbg *g, const dp_key *secret,
+                  const char *stream_id, size_t stream_id_len,
+                  uint64_t step, const char *label)
+{
+    crypto_generichash_state st;
+    uint8_t step_le[8];
+
+    /* libsodium's init is idempotent and thread-safe; the DRBG must work
+     * even if the caller never initialised the library. */
+    if (sodium_init() < 0)
+        abort();
+    crypto_generichash_init(&st, secret->bytes, DP_KEY_BYTES, sizeof g->chacha_key);
+    crypto_generichash_update(&st, (const uint8_t *)DRBG_DOMAIN, sizeof DRBG_DOMAIN - 1);
+    hash_field(&st, stream_id, stream_id_len);
+    put_le64(step_le, step);
+    crypto_generichash_update(&st, step_le, sizeof step_le);
+    hash_field(&st, label, label ? strlen(label) : 0);
+    crypto_generichash_final(&st, g->chacha_key, sizeof g->chacha_key);
+    sodium_memzero(&st, sizeof st);
+
+    g->next_block = 0;
+    g->pos = DP_DRBG_BUFBYTES;  /* empty: refill on first use */
+}
+
+void dp_drbg_wipe(dp_drbg *g)
+{
+    sodium_memzero(g, sizeof *g);
+}
+
+static void drbg_refill(dp_drbg *g)
+{
+    static const uint8_t zeros[DP_DRBG_BUFBYTES];
+    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {0};
+    /* IETF ChaCha20 has a 32-bit block counter; the upper 32 bits of our
+     * 64-bit block index go into the nonce so the stream never repeats. */
+    uint32_t lo = (uint32_t)g->next_block;
+    put_le64(nonce + 4, g->next_block >> 32);
+    crypto_stream_chacha20_ietf_xor_ic(g->buf, zeros, DP_DRBG_BUFBYTES, nonce, lo, g->chacha_key);
+    /* A refill must not straddle a 2^32 boundary of the low counter. */
+    g->next_block += DP_DRBG_BUFBYTES / 64;
+    g->pos = 0;
+}
+
+void dp_drbg_bytes(dp_drbg *g, void *out, size_t n)
+{
+    uint8_t *o = out;
+    while (n > 0) {
+        if (g->pos == DP_DRBG_BUFBYTES)
+            drbg_refill(g);
+        size_t take = DP_DRBG_BUFBYTES - g->pos;
+        if (take > n)
+            take = n;
+        memcpy(o, g->buf + g->pos, take);
+        g->pos += (uint32_t)take;
+        o += take;
+        n -= take;
+    }
+}
+
+uint64_t dp_drbg_u64(dp_drbg *g)
+{
+    uint64_t v;
+    if (g->pos + 8 > DP_DRBG_BUFBYTES)
+        drbg_refill(g);  /* buffer size is a multiple of 8: pos is 0 or full */
+    memcpy(&v, g->buf + g->pos, 8);
+    g->pos += 8;
+    return v;
+}
+
+int dp_drbg_bit(dp_drbg *g)
+{
+    return (int)(dp_drbg_u64(g) >> 63);
+}
+
+uint64_t dp_drbg_uniform(dp_drbg *g, uint64_t m)
+{
+    if (m == 0)
+        return 0;
+    /* Lemire 2019: the high word of x*m is uniform on [0,m) once products
+     * whose low word falls below (2^64 mod m) are rejected. */
+    unsigned __int128 prod = (unsigned __int128)dp_drbg_u64(g) * m;
+    uint64_t low = (uint64_t)prod;
+    if (low < m) {
+        uint64_t threshold = (0 - m) % m;
+        while (low < threshold) {
+            prod = (unsigned __int128)dp_drbg_u64(g) * m;
+            low = (uint64_t)prod;
+        }
+    }
+    return (uint64_t)(prod >> 64);
+}
+
+unsigned __int128 dp_drbg_uniform128(dp_drbg *g, unsigned __int128 m)
+{
+    if (m == 0)
+        return 0;
+    if ((m >> 64) == 0 && (uint64_t)m != 0)
+        return dp_drbg_uniform(g, (uint64_t)m);
+    /* Smallest all-ones mask covering m-1, then reject values >= m. */
+    unsigned __int128 mask = m - 1;
+    mask |= mask >> 1;  mask |= mask >> 2;  mask |= mask >> 4;
+    mask |= mask >> 8;  mask |= mask >> 16; mask |= mask >> 32; mask |= mask >> 64;
+    for (;;) {
+        unsigned __int128 hi = dp_drbg_u64(g), lo = dp_drbg_u64(g);
+        unsigned __int128 x = ((hi << 64) | lo) & mask;
+        if (x < m)
+            return x;
+    }
+}
+
+/* --- keys ---------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int dp_key_from_hex(dp_key *key, const char *hex, char *errstr, size_t errstr_size)
+{
+    size_t n = strlen(hex);
+    if (n != 2 * DP_KEY_BYTES)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "key must be %d hex digits, got %zu characters", 2 * DP_KEY_BYTES, n);
+    for (size_t i = 0; i < DP_KEY_BYTES; i++) {
+        int hi = hexval((unsigned char)hex[2 * i]), lo = hexval((unsigned char)hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          "key contains a non-hex character at position %zu", 2 * i + (hi < 0 ? 0 : 1));
+        key->bytes[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return DP_OK;
+}
+
+int dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_size)
+{
+    uint8_t buf[2 * DP_KEY_BYTES + 3];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot open key file %s: %s", path, strerror(errno));
+    size_t n = fread(buf, 1, sizeof buf, f);
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr)
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot read key file %s", path);
+    int rc;
+    if (n == DP_KEY_BYTES) {
+        memcpy(key->bytes, buf, DP_KEY_BYTES);
+        rc = DP_OK;
+    } else {
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+            n--;
+        if (n != 2 * DP_KEY_BYTES) {
+            rc = dp_err(errstr, errstr_size, DP_EINVAL,
+                        "key file %s must hold 32 raw bytes or 64 hex digits", path);
+        } else {
+            char hex[2 * DP_KEY_BYTES + 1];
+            memcpy(hex, buf, 2 * DP_KEY_BYTES);
+            hex[2 * DP_KEY_BYTES] = '\0';
+            rc = dp_key_from_hex(key, hex, errstr, errstr_size);
+            sodium_memzero(hex, sizeof hex);
+        }
+    }
+    sodium_memzero(buf, sizeof buf);
+    return rc;
+}
+
+void dp_key_generate(dp_key *key)
+{
+    if (sodium_init() < 0)
+        abort();
+    randombytes_buf(key->bytes, DP_KEY_BYTES);
+}
+
+int dp_key_write_new_file(const dp_key *key, const char *path, char *errstr, size_t errstr_size)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot create key file %s: %s", path, strerror(errno));
+    ssize_t w = write(fd, key->bytes, DP_KEY_BYTES);
+    int werr = errno;
+    if (fsync(fd) != 0 && w == DP_KEY_BYTES) {
+        werr = errno;
+        w = -1;
+    }
+    close(fd);
+    if (w != DP_KEY_BYTES) {
+        unlink(path);
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot write key file %s: %s", path, strerror(werr));
+    }
+    return DP_OK;
+}
+
+void dp_key_wipe(dp_key *key)
+{
+    sodium_memzero(key, sizeof *key);
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Idempotent install of every Debian package dpstream's build, tests and
+# benchmarks need. Safe to run repeatedly: it only installs what is missing
+# and runs `apt-get update` only when something must be installed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev
+  kcat python3
+  openjdk-17-jre-headless maven
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
