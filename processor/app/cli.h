@@ -14,6 +14,8 @@ int cmd_sample(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
 int cmd_counter(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_gen_panel(int argc, char **argv);
 
 /* Print "dpstream <cmd>: <message>" to stderr; returns 2 (usage/config
  * errors) so callers can `return cli_fail(...)`. */

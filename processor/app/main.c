@@ -15,6 +15,8 @@ static const command COMMANDS[] = {
     {"sample",  cmd_sample,  "print exact discrete Laplace/Gaussian draws from the keyed DRBG"},
     {"keygen",  cmd_keygen,  "write a fresh 32-byte noise key file (mode 0600)"},
     {"counter", cmd_counter, "run a private continual counter over integers on stdin"},
+    {"replay",  cmd_replay,  "run the configured synthesizers over update JSON lines, without Kafka"},
+    {"gen-panel", cmd_gen_panel, "write a deterministic Markov panel as update JSON lines"},
 };
 
 static void usage(FILE *f)

@@ -174,6 +174,20 @@ void dp_counter_drbg(const dp_counter *c, dp_drbg *g, uint64_t step, const char 
     dp_drbg_init(g, c->key, c->stream_id, c->stream_id_len, step, label);
 }
 
+void dp_counter_trace_noised(const dp_counter *c, uint64_t step, const char *purpose, int64_t value)
+{
+    if (c->trace)
+        c->trace(c->trace_ctx, step, purpose, value);
+}
+
+void dp_counter_set_trace(dp_counter *c,
+                          void (*trace)(void *ctx, uint64_t step, const char *purpose, int64_t value),
+                          void *ctx)
+{
+    c->trace = trace;
+    c->trace_ctx = ctx;
+}
+
 static double counter_budget_part(const dp_counter *c, double fraction)
 {
     return c->cfg.budget.value * fraction;

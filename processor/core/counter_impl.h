@@ -19,6 +19,9 @@ struct dp_counter {
     char    *label;
     uint64_t t;                     /* steps consumed; the step being added is t+1 */
     void    *impl;
+    /* Test instrumentation, NULL in production: see dp_counter_trace_noised. */
+    void   (*trace)(void *ctx, uint64_t step, const char *purpose, int64_t value);
+    void    *trace_ctx;
 };
 
 typedef struct dp_counter_ops {
@@ -42,6 +45,15 @@ typedef struct dp_counter_ops {
 /* The generator for one purpose at one step of this counter:
  * dp_drbg_init(key, stream, step, "<label>/<purpose>"). */
 void dp_counter_drbg(const dp_counter *c, dp_drbg *g, uint64_t step, const char *purpose);
+
+/* Kinds call this with the exact pre-noise value of every quantity they
+ * noise (no-op unless a test installed c->trace).  Feeding a unit impulse
+ * e_s and counting the non-zero traced values enumerates, on the real code
+ * path, the noised sums that entry s enters (its sensitivity structure). */
+void dp_counter_trace_noised(const dp_counter *c, uint64_t step, const char *purpose, int64_t value);
+void dp_counter_set_trace(dp_counter *c,
+                          void (*trace)(void *ctx, uint64_t step, const char *purpose, int64_t value),
+                          void *ctx);
 
 /* Noise calibration shared by the kinds.  For a mechanism in which one
  * changed entry touches noised quantities with ℓ1 norm `l1` and squared

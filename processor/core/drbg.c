@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +50,8 @@ void dp_drbg_init(dp_drbg *g, const dp_key *secret,
 
     g->next_block = 0;
     g->pos = DP_DRBG_BUFBYTES;  /* empty: refill on first use */
+    g->nbits = 0;
+    g->bits = 0;
 }
 
 void dp_drbg_wipe(dp_drbg *g)
@@ -56,16 +59,18 @@ void dp_drbg_wipe(dp_drbg *g)
     sodium_memzero(g, sizeof *g);
 }
 
-static void drbg_refill(dp_drbg *g)
+void dp_drbg_refill(dp_drbg *g)
 {
-    static const uint8_t zeros[DP_DRBG_BUFBYTES];
     uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {0};
     /* IETF ChaCha20 has a 32-bit block counter; the upper 32 bits of our
-     * 64-bit block index go into the nonce so the stream never repeats. */
+     * 64-bit block index go into the last 8 nonce bytes so the stream never
+     * repeats.  next_block advances in steps of 16 from 0, so one refill
+     * (blocks lo .. lo+15) never straddles a 2^32 boundary of the low
+     * counter, where libsodium would otherwise carry into nonce word 0. */
     uint32_t lo = (uint32_t)g->next_block;
     put_le64(nonce + 4, g->next_block >> 32);
-    crypto_stream_chacha20_ietf_xor_ic(g->buf, zeros, DP_DRBG_BUFBYTES, nonce, lo, g->chacha_key);
-    /* A refill must not straddle a 2^32 boundary of the low counter. */
+    memset(g->buf, 0, DP_DRBG_BUFBYTES);
+    crypto_stream_chacha20_ietf_xor_ic(g->buf, g->buf, DP_DRBG_BUFBYTES, nonce, lo, g->chacha_key);
     g->next_block += DP_DRBG_BUFBYTES / 64;
     g->pos = 0;
 }
@@ -75,47 +80,34 @@ void dp_drbg_bytes(dp_drbg *g, void *out, size_t n)
     uint8_t *o = out;
     while (n > 0) {
         if (g->pos == DP_DRBG_BUFBYTES)
-            drbg_refill(g);
+            dp_drbg_refill(g);
         size_t take = DP_DRBG_BUFBYTES - g->pos;
         if (take > n)
             take = n;
         memcpy(o, g->buf + g->pos, take);
-        g->pos += (uint32_t)take;
         o += take;
         n -= take;
+        g->pos += (uint32_t)take;
     }
 }
 
-uint64_t dp_drbg_u64(dp_drbg *g)
+/* Lemire 2019, rejection branch: with W-bit words, the products whose low
+ * word is below t = 2^W mod m are exactly the surplus that would make
+ * some high words more likely; rejecting them leaves every value in
+ * [0, m) with floor(2^W/m) preimages. */
+uint32_t dp_drbg_uniform32_slow_(dp_drbg *g, uint64_t m, uint64_t prod)
 {
-    uint64_t v;
-    if (g->pos + 8 > DP_DRBG_BUFBYTES)
-        drbg_refill(g);  /* buffer size is a multiple of 8: pos is 0 or full */
-    memcpy(&v, g->buf + g->pos, 8);
-    g->pos += 8;
-    return v;
+    uint32_t threshold = (uint32_t)((((uint64_t)1 << 32) - m) % m);
+    while ((uint32_t)prod < threshold)
+        prod = (uint64_t)dp_drbg_u32(g) * m;
+    return (uint32_t)(prod >> 32);
 }
 
-int dp_drbg_bit(dp_drbg *g)
+uint64_t dp_drbg_uniform_slow_(dp_drbg *g, uint64_t m, unsigned __int128 prod)
 {
-    return (int)(dp_drbg_u64(g) >> 63);
-}
-
-uint64_t dp_drbg_uniform(dp_drbg *g, uint64_t m)
-{
-    if (m == 0)
-        return 0;
-    /* Lemire 2019: the high word of x*m is uniform on [0,m) once products
-     * whose low word falls below (2^64 mod m) are rejected. */
-    unsigned __int128 prod = (unsigned __int128)dp_drbg_u64(g) * m;
-    uint64_t low = (uint64_t)prod;
-    if (low < m) {
-        uint64_t threshold = (0 - m) % m;
-        while (low < threshold) {
-            prod = (unsigned __int128)dp_drbg_u64(g) * m;
-            low = (uint64_t)prod;
-        }
-    }
+    uint64_t threshold = (0 - m) % m;
+    while ((uint64_t)prod < threshold)
+        prod = (unsigned __int128)dp_drbg_u64(g) * m;
     return (uint64_t)(prod >> 64);
 }
 
@@ -123,12 +115,15 @@ unsigned __int128 dp_drbg_uniform128(dp_drbg *g, unsigned __int128 m)
 {
     if (m == 0)
         return 0;
-    if ((m >> 64) == 0 && (uint64_t)m != 0)
+    if ((m >> 64) == 0)
         return dp_drbg_uniform(g, (uint64_t)m);
-    /* Smallest all-ones mask covering m-1, then reject values >= m. */
+    /* Smallest all-ones mask covering m-1, then reject values >= m: every
+     * accepted value has exactly one preimage, so the result is uniform. */
     unsigned __int128 mask = m - 1;
     mask |= mask >> 1;  mask |= mask >> 2;  mask |= mask >> 4;
     mask |= mask >> 8;  mask |= mask >> 16; mask |= mask >> 32; mask |= mask >> 64;
+    if ((mask >> 64) == 0)      /* m == 2^64: one word is already uniform */
+        return dp_drbg_u64(g);
     for (;;) {
         unsigned __int128 hi = dp_drbg_u64(g), lo = dp_drbg_u64(g);
         unsigned __int128 x = ((hi << 64) | lo) & mask;
@@ -165,7 +160,7 @@ int dp_key_from_hex(dp_key *key, const char *hex, char *errstr, size_t errstr_si
 
 int dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_size)
 {
-    uint8_t buf[2 * DP_KEY_BYTES + 3];
+    uint8_t buf[2 * DP_KEY_BYTES + 3 + 1];   /* +1 detects an over-long file */
     FILE *f = fopen(path, "rb");
     if (!f)
         return dp_err(errstr, errstr_size, DP_EIO, "cannot open key file %s: %s", path, strerror(errno));
@@ -175,7 +170,10 @@ int dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_
     if (rerr)
         return dp_err(errstr, errstr_size, DP_EIO, "cannot read key file %s", path);
     int rc;
-    if (n == DP_KEY_BYTES) {
+    if (n == sizeof buf) {
+        rc = dp_err(errstr, errstr_size, DP_EINVAL,
+                    "key file %s is too long: it must hold 32 raw bytes or 64 hex digits", path);
+    } else if (n == DP_KEY_BYTES) {
         memcpy(key->bytes, buf, DP_KEY_BYTES);
         rc = DP_OK;
     } else {

@@ -31,7 +31,7 @@ dp_rational dp_rational_reduce(dp_rational r)
 
 /* Digits of one unsigned integer into a 128-bit accumulator; returns the
  * number of digits read, or -1 on overflow past 2^127. */
-static int read_digits(const char **pp, u128 *acc, int *scale_digits)
+static int read_digits(const char **pp, u128 *acc)
 {
     const char *p = *pp;
     int n = 0;
@@ -39,10 +39,37 @@ static int read_digits(const char **pp, u128 *acc, int *scale_digits)
         if (*acc > (((u128)1 << 123)))
             return -1;
         *acc = *acc * 10 + (u128)(*p - '0');
-        if (scale_digits)
-            (*scale_digits)++;
         p++;
         n++;
+    }
+    *pp = p;
+    return n;
+}
+
+/* Fractional digits appended to acc; trailing zeros are skipped (they do
+ * not change the value), so "0.1000…0" parses however many zeros follow.
+ * Returns the number of digits read (or -1 on overflow) and adds the
+ * number of digits actually folded into acc to *scale_digits. */
+static int read_frac_digits(const char **pp, u128 *acc, int *scale_digits)
+{
+    const char *p = *pp;
+    int n = 0, pending_zeros = 0;
+    while (isdigit((unsigned char)*p)) {
+        int dgt = *p - '0';
+        p++;
+        n++;
+        if (dgt == 0) {
+            pending_zeros++;
+            continue;
+        }
+        for (int i = 0; i <= pending_zeros; i++) {
+            if (*acc > (((u128)1 << 123)))
+                return -1;
+            *acc *= 10;
+        }
+        *acc += (u128)dgt;
+        *scale_digits += pending_zeros + 1;
+        pending_zeros = 0;
     }
     *pp = p;
     return n;
@@ -81,14 +108,14 @@ int dp_rational_parse(const char *text, dp_rational *out, char *errstr, size_t e
         return dp_err(errstr, errstr_size, DP_EINVAL, "'%s': must not be negative", text);
     if (*p == '+')
         p++;
-    int nint = read_digits(&p, &num, NULL);
+    int nint = read_digits(&p, &num);
     if (nint < 0)
         return dp_err(errstr, errstr_size, DP_ERANGE, "'%s': too many digits", text);
 
     if (*p == '/') {
         p++;
         u128 d = 0;
-        int nd = read_digits(&p, &d, NULL);
+        int nd = read_digits(&p, &d);
         if (nint == 0 || nd <= 0 || *p != '\0')
             return dp_err(errstr, errstr_size, DP_EINVAL, "'%s': expected a/b with integers a, b", text);
         return rational_from_128(num, d, out, text, errstr, errstr_size);
@@ -96,7 +123,7 @@ int dp_rational_parse(const char *text, dp_rational *out, char *errstr, size_t e
     int nfrac = 0;
     if (*p == '.') {
         p++;
-        nfrac = read_digits(&p, &num, &frac_digits);
+        nfrac = read_frac_digits(&p, &num, &frac_digits);
         if (nfrac < 0)
             return dp_err(errstr, errstr_size, DP_ERANGE, "'%s': too many digits", text);
     }
@@ -109,9 +136,11 @@ int dp_rational_parse(const char *text, dp_rational *out, char *errstr, size_t e
         if (*p == '+' || *p == '-')
             sign = (*p++ == '-') ? -1 : 1;
         u128 e = 0;
-        int ne = read_digits(&p, &e, NULL);
-        if (ne <= 0 || e > 60)
+        int ne = read_digits(&p, &e);
+        if (ne == 0)
             return dp_err(errstr, errstr_size, DP_EINVAL, "'%s': bad exponent", text);
+        if (ne < 0 || e > 60)
+            return dp_err(errstr, errstr_size, DP_ERANGE, "'%s': exponent out of range", text);
         exp10 += sign * (int)e;
     }
     if (*p != '\0')
@@ -145,9 +174,48 @@ double dp_rational_to_double(dp_rational r)
     return (double)r.num / (double)r.den;
 }
 
+/* Round half up, q = floor(x + 1/2), computed without the double rounding
+ * of x + 0.5 (which maps 0.49999999999999994 to 1): floor(x) and x -
+ * floor(x) are exact in binary floating point. */
+static double round_half_up(double x)
+{
+    double f = floor(x);
+    return (x - f >= 0.5) ? f + 1.0 : f;
+}
+
+#define FIXED_MAX_BITS 62
+#define FIXED_LIMIT    0x1p62
+
+int dp_fixed_encode(double v, unsigned frac_bits, int64_t *out)
+{
+    if (frac_bits > FIXED_MAX_BITS || !isfinite(v))
+        return DP_ERANGE;
+    double x = ldexp(v, (int)frac_bits);     /* exact: scaling by 2^k */
+    if (!(fabs(x) < FIXED_LIMIT))
+        return DP_ERANGE;
+    *out = (int64_t)round_half_up(x);
+    return DP_OK;
+}
+
+int dp_fixed_sensitivity(double delta, unsigned frac_bits, uint64_t *out)
+{
+    if (frac_bits > FIXED_MAX_BITS || !isfinite(delta) || delta < 0)
+        return DP_ERANGE;
+    double x = ceil(ldexp(delta, (int)frac_bits));
+    if (!(x < FIXED_LIMIT))
+        return DP_ERANGE;
+    *out = (uint64_t)x;
+    return DP_OK;
+}
+
 int64_t dp_fixed_from_double(double v, unsigned frac_bits)
 {
-    return (int64_t)llround(ldexp(v, (int)frac_bits));
+    int64_t q;
+    if (dp_fixed_encode(v, frac_bits, &q) == DP_OK)
+        return q;
+    if (frac_bits > FIXED_MAX_BITS || isnan(v))
+        return 0;
+    return v < 0 ? -(int64_t)((uint64_t)1 << 62) : (int64_t)((uint64_t)1 << 62);
 }
 
 double dp_fixed_to_double(int64_t q, unsigned frac_bits)

@@ -34,9 +34,28 @@ int dp_rational_from_double_up(double x, dp_rational *out);
 double dp_rational_to_double(dp_rational r);
 
 /* --- fixed-point grid ----------------------------------------------------
- * A real value v is released as the integer round(v · 2^frac_bits); the
- * grid (2^-frac_bits) is stated in every release's metadata. */
+ * A real statistic v is released on the grid 2^-k (k = frac_bits, stated
+ * in every release's metadata): encode q = floor(v·2^k + 1/2), add integer
+ * noise to q with an exact sampler, publish q + Z (and/or (q + Z)·2^-k).
+ *
+ * Sensitivity on the grid: rounding half up is translation-equivariant,
+ * and for any reals a >= b, floor(a + 1/2) - floor(b + 1/2) is an integer
+ * < (a - b) + 1, hence <= ceil(a - b).  So a statistic with real
+ * sensitivity Δ has integer sensitivity ceil(Δ·2^k) on the grid; calibrate
+ * DLap / DGauss to that (dp_fixed_sensitivity).  Rounding is a
+ * post-processing-free, data-independent map, so no other privacy cost. */
+
+/* q = floor(v·2^k + 1/2) exactly.  DP_ERANGE if v is not finite, k > 62 or
+ * |v·2^k| >= 2^62 (keeps q + noise far from int64 overflow). */
+int dp_fixed_encode(double v, unsigned frac_bits, int64_t *out);
+/* ceil(Δ·2^k), the grid sensitivity of a statistic with real sensitivity
+ * Δ >= 0 (see above).  DP_ERANGE if Δ is negative/not finite, k > 62 or
+ * the result would be >= 2^62. */
+int dp_fixed_sensitivity(double delta, unsigned frac_bits, uint64_t *out);
+/* Unchecked convenience form of dp_fixed_encode: saturates to ±2^62 when
+ * out of range and returns 0 for NaN or k > 62.  Prefer dp_fixed_encode. */
 int64_t dp_fixed_from_double(double v, unsigned frac_bits);
+/* q·2^-k (exact whenever |q| < 2^53). */
 double  dp_fixed_to_double(int64_t q, unsigned frac_bits);
 
 #endif

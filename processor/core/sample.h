@@ -12,11 +12,21 @@
  * Supported ranges (anything outside returns DP_ERANGE, never UB):
  *   Bernoulli(n/d):        0 <= n <= d, 1 <= d <= 2^64-1.
  *   BernoulliExp(n/d):     0 <= n, 1 <= d <= 2^62, n/d <= 2^20.
- *   DLap(t/s):             1 <= t, s <= 2^62 and t/s >= 2^-20 (no underflow of the
- *                          geometric loop) and t/s <= 2^40.
+ *   DLap(t/s):             1 <= t, s <= 2^62 and 2^-20 <= t/s <= 2^40.
  *   DGauss(n/d):           1 <= d <= 2^30, σ² = n/d in [2^-10, 2^40], and
- *                          2·n·d·(floor(σ)+1)² <= 2^106 (exact 128-bit arithmetic).
- * (The exact bounds are enforced by the prepare functions; see sample.c.) */
+ *                          2·n·d·(floor(σ)+1)² <= 2^106 (with d = 1 this
+ *                          allows every σ² up to 2^40; with d = 2^20, the
+ *                          grid of dp_rational_from_double_up, σ² up to
+ *                          about 2^32).  Bounds are checked in exact integer
+ *                          arithmetic by the prepare functions.
+ *
+ * Exactness: Bernoulli and BernoulliExp are exact.  DLap and DGauss are
+ * exact samplers of the named distribution conditioned on |Y| <= ymax
+ * (DLap: ymax = 2^62 so the value fits int64; DGauss: the largest |Y| for
+ * which CKS Alg. 3's acceptance test fits 128-bit arithmetic, >= 2^10·σ).
+ * The excluded mass is below e^(-2^19) for every supported parameter (see
+ * sample.c), i.e. it adds δ < e^(-2^19) to the stated guarantees; the
+ * ChaCha20 DRBG's own distinguishing advantage (~2^-128) dominates it. */
 #ifndef DP_SAMPLE_H
 #define DP_SAMPLE_H
 
@@ -40,6 +50,10 @@ typedef struct dp_dgauss {
     uint64_t n, d;       /* σ² = n/d, reduced */
     uint64_t t;          /* floor(sqrt(σ²)) + 1: the Laplace scale of the proposal */
     dp_dlap  proposal;
+    /* Derived once in prepare (all exact integers): */
+    uint64_t td;         /* t·d  (< 2^51) */
+    uint64_t ymax;       /* largest |Y| whose acceptance test fits 128 bits */
+    unsigned __int128 den; /* 2·n·d·t²  (<= 2^106), acceptance denominator */
 } dp_dgauss;
 
 int dp_dlap_prepare(dp_dlap *p, dp_rational scale, char *errstr, size_t errstr_size);

@@ -1,0 +1,543 @@
+/* cmd_replay.c — `dpstream replay`: run the synthesizer state machines over
+ * a file of update JSON lines, without Kafka.
+ *
+ *   dpstream replay --config CONFIG.json --input UPDATES.jsonl --out DIR
+ *                   (--key-file F | --key-hex H)
+ *
+ * Writes DIR/releases.jsonl (every synthetic record of every closed step,
+ * then that step's manifest), DIR/budget.jsonl (one budget event per
+ * release) and DIR/rejected.jsonl (one line per refused input line), all
+ * in input order, formatted by update_json.c.  The output is a pure
+ * function of (input, config, key) — DESIGN.md §2 — so running twice gives
+ * byte-identical files; nothing depends on time or on hash-table order
+ * (the stream table is only ever looked up, never iterated for output).
+ *
+ * Step closing, offline (DESIGN.md §2):
+ *   - a CLOSE_STEP marker for a stream's open step closes it;
+ *   - a CLOSE_STEP for a step that is already closed is a harmless
+ *     duplicate — e.g. the marker after a step the roster already closed,
+ *     or a producer retry — and is ignored (counted in the summary, not
+ *     rejected); this keeps replays of logs with redundant markers clean;
+ *   - a CLOSE_STEP for a step beyond the open one is rejected as
+ *     FUTURE_STEP: closing the steps in between would release steps that
+ *     never received their data;
+ *   - when the roster is complete (dp_synth_roster_complete) right after
+ *     an accepted report, the step closes at once;
+ *   - at end of input nothing else closes: the open step of every stream
+ *     stays open (its data is simply not released), exactly as a processor
+ *     that has not yet seen the marker.  The live processor's idle timeout
+ *     works by appending a marker to the log, so a replay of that log sees
+ *     it as an ordinary CLOSE_STEP.
+ *
+ * Rejections (reason codes of synth.h, dp_reject_reason_name):
+ *   MALFORMED       the line is not a valid update (update_json.h) or is
+ *                   longer than REPLAY_MAX_LINE bytes
+ *   UNKNOWN_STREAM  no route in the config matches the stream id
+ *   EXHAUSTED       the stream has stopped (budget or horizon used up)
+ *   LATE            data for a step already closed
+ *   FUTURE_STEP     data or a marker for a step after the open one
+ *   others          as returned by the synthesizer's ingest
+ *                   (WRONG_KIND, UNKNOWN_ENTITY, DUPLICATE_REPORT, OUT_OF_DOMAIN, …)
+ *
+ * Memory: one input line at a time (at most REPLAY_MAX_LINE bytes kept),
+ * the output buffers, and one synthesizer per stream id, created on first
+ * sight from the first matching route. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "app/cli.h"
+#include "app/stream_config.h"
+#include "app/update_json.h"
+#include "core/dp_error.h"
+#include "synth/synth.h"
+
+#define REPLAY_MAX_LINE   (1u << 20)   /* longer lines are rejected, not buffered */
+#define REPLAY_FLUSH_AT   (1u << 16)
+
+/* --- bounded line reader ----------------------------------------------------- */
+
+typedef struct line_reader {
+    FILE   *f;
+    char   *buf;        /* REPLAY_MAX_LINE + 1 */
+    char    chunk[1 << 16];
+    size_t  chunk_len;
+    size_t  chunk_pos;
+    int     eof;
+    int     error;
+} line_reader;
+
+/* Next line without its "\n"; *truncated if it exceeded the cap (only the
+ * first REPLAY_MAX_LINE bytes kept).  Returns 1, 0 at end of input, -1 on a
+ * read error. */
+static int line_next(line_reader *r, size_t *len, int *truncated)
+{
+    size_t n = 0;
+    int got_any = 0;
+    *truncated = 0;
+    for (;;) {
+        if (r->chunk_pos == r->chunk_len) {
+            if (r->eof)
+                break;
+            r->chunk_len = fread(r->chunk, 1, sizeof r->chunk, r->f);
+            r->chunk_pos = 0;
+            if (r->chunk_len == 0) {
+                if (ferror(r->f)) {
+                    r->error = 1;
+                    return -1;
+                }
+                r->eof = 1;
+                break;
+            }
+        }
+        got_any = 1;
+        char *start = r->chunk + r->chunk_pos;
+        size_t avail = r->chunk_len - r->chunk_pos;
+        char *nl = memchr(start, '\n', avail);
+        size_t take = nl ? (size_t)(nl - start) : avail;
+        size_t keep = take;
+        if (n + keep > REPLAY_MAX_LINE) {
+            keep = REPLAY_MAX_LINE - n;
+            *truncated = 1;
+        }
+        memcpy(r->buf + n, start, keep);
+        n += keep;
+        r->chunk_pos += take + (nl ? 1 : 0);
+        if (nl)
+            break;
+    }
+    if (!got_any)
+        return 0;
+    r->buf[n] = '\0';
+    *len = n;
+    return 1;
+}
+
+/* --- per-stream state --------------------------------------------------------- */
+
+typedef struct stream_slot {
+    char     *id;
+    size_t    id_len;
+    uint64_t  hash;
+    dp_synth *synth;
+} stream_slot;
+
+typedef struct stream_table {
+    stream_slot *slots;   /* open addressing, capacity a power of two */
+    size_t       cap;
+    size_t       count;
+} stream_table;
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static stream_slot *table_find(stream_table *t, const char *id, size_t len, uint64_t h)
+{
+    if (t->cap == 0)
+        return NULL;
+    for (size_t i = (size_t)h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        stream_slot *s = &t->slots[i];
+        if (!s->id)
+            return NULL;
+        if (s->hash == h && s->id_len == len && memcmp(s->id, id, len) == 0)
+            return s;
+    }
+}
+
+static int table_grow(stream_table *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    stream_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        stream_slot *s = &t->slots[i];
+        if (!s->id)
+            continue;
+        size_t j = (size_t)s->hash & (cap - 1);
+        while (slots[j].id)
+            j = (j + 1) & (cap - 1);
+        slots[j] = *s;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+static stream_slot *table_insert(stream_table *t, const char *id, size_t len, uint64_t h)
+{
+    if ((t->count + 1) * 4 > t->cap * 3 && table_grow(t) != 0)
+        return NULL;
+    size_t i = (size_t)h & (t->cap - 1);
+    while (t->slots[i].id)
+        i = (i + 1) & (t->cap - 1);
+    stream_slot *s = &t->slots[i];
+    if (!(s->id = malloc(len + 1)))
+        return NULL;
+    memcpy(s->id, id, len);
+    s->id[len] = '\0';
+    s->id_len = len;
+    s->hash = h;
+    t->count++;
+    return s;
+}
+
+static void table_free(stream_table *t)
+{
+    for (size_t i = 0; i < t->cap; i++) {
+        free(t->slots[i].id);
+        dp_synth_destroy(t->slots[i].synth);
+    }
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+/* --- the run ------------------------------------------------------------------- */
+
+typedef struct replay_out {
+    FILE       *releases;
+    FILE       *budget;
+    FILE       *rejected;
+    dp_jbuf     rel_buf;
+    dp_jbuf     bud_buf;
+    dp_jbuf     rej_buf;
+    /* the close in progress, for record lines */
+    const char *stream_id;
+    size_t      stream_id_len;
+    uint64_t    step;
+    int         io_error;
+} replay_out;
+
+static int flush_buf(dp_jbuf *b, FILE *f, int force)
+{
+    if (b->oom)
+        return DP_ENOMEM;
+    if (b->len == 0 || (!force && b->len < REPLAY_FLUSH_AT))
+        return DP_OK;
+    size_t n = b->len;
+    size_t w = fwrite(b->data, 1, n, f);
+    dp_jbuf_reset(b);
+    return w == n ? DP_OK : DP_EIO;
+}
+
+static int sink_record(void *ctx, const dp_synth_record *r)
+{
+    replay_out *o = ctx;
+    if (dp_update_json_format_record(&o->rel_buf, o->stream_id, o->stream_id_len, o->step, r) != 0)
+        return DP_ENOMEM;
+    return flush_buf(&o->rel_buf, o->releases, 0);
+}
+
+static int sink_manifest(void *ctx, const dp_release_manifest *m)
+{
+    replay_out *o = ctx;
+    if (dp_update_json_format_manifest(&o->rel_buf, m) != 0)
+        return DP_ENOMEM;
+    return flush_buf(&o->rel_buf, o->releases, 0);
+}
+
+static int sink_budget(void *ctx, const dp_budget_event *e)
+{
+    replay_out *o = ctx;
+    if (dp_update_json_format_budget(&o->bud_buf, e) != 0)
+        return DP_ENOMEM;
+    return flush_buf(&o->bud_buf, o->budget, 0);
+}
+
+typedef struct replay_stats {
+    uint64_t lines;
+    uint64_t used;
+    uint64_t closes;
+    uint64_t duplicate_markers;
+    uint64_t rejected[DP_REJECT_REASON_COUNT];
+} replay_stats;
+
+static int reject(replay_out *o, replay_stats *st, uint64_t line_no, dp_reject_reason reason,
+                  const char *text, const char *raw, size_t raw_len, int truncated)
+{
+    st->rejected[reason]++;
+    if (dp_update_json_format_rejected(&o->rej_buf, line_no, reason, text, raw, raw_len, truncated) != 0)
+        return DP_ENOMEM;
+    return flush_buf(&o->rej_buf, o->rejected, 0);
+}
+
+static int close_step(replay_out *o, replay_stats *st, stream_slot *s, uint64_t line_no)
+{
+    dp_release_sink sink = {.ctx = o, .record = sink_record, .manifest = sink_manifest, .budget = sink_budget};
+    char err[512];
+    o->stream_id = s->id;
+    o->stream_id_len = s->id_len;
+    o->step = dp_synth_open_step(s->synth);
+    err[0] = '\0';
+    int rc = dp_synth_close_step(s->synth, &sink, err, sizeof err);
+    if (rc != DP_OK) {
+        fprintf(stderr, "dpstream replay: line %llu: closing step %llu of stream '%s' failed: %s\n",
+                (unsigned long long)line_no, (unsigned long long)o->step, s->id,
+                err[0] ? err : dp_status_str(rc));
+        return rc;
+    }
+    st->closes++;
+    return DP_OK;
+}
+
+static const char *reason_text(dp_reject_reason r)
+{
+    switch (r) {
+    case DP_REJECT_UNKNOWN_STREAM:   return "no stream route matches this stream id";
+    case DP_REJECT_WRONG_KIND:       return "update or payload kind not taken by this stream's synthesizer";
+    case DP_REJECT_UNKNOWN_ENTITY:   return "entity not in the roster fixed at step 1";
+    case DP_REJECT_DUPLICATE_REPORT: return "entity already reported in this step";
+    case DP_REJECT_OUT_OF_DOMAIN:    return "value outside the configured domain";
+    case DP_REJECT_LATE:             return "step already closed";
+    case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
+    case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
+    default:                         return "refused by the synthesizer";
+    }
+}
+
+/* Process one line; returns DP_OK or a fatal status (I/O, memory, close failure). */
+static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_table *tab,
+                       replay_out *o, replay_stats *st, dp_update_owned *upd,
+                       uint64_t line_no, const char *line, size_t len, int truncated)
+{
+    char msg[384];
+    if (truncated) {
+        snprintf(msg, sizeof msg, "line longer than %u bytes", REPLAY_MAX_LINE);
+        return reject(o, st, line_no, DP_REJECT_MALFORMED, msg, line, 256, 1);
+    }
+    int rc = dp_update_json_parse(line, len, upd, msg, sizeof msg);
+    if (rc == DP_ENOMEM)
+        return rc;
+    if (rc != DP_OK)
+        return reject(o, st, line_no, DP_REJECT_MALFORMED, msg, line, len, 0);
+    const dp_update *u = &upd->u;
+
+    uint64_t h = fnv1a(u->stream_id, u->stream_id_len);
+    stream_slot *s = table_find(tab, u->stream_id, u->stream_id_len, h);
+    if (!s) {
+        const dp_stream_route *route = dp_stream_config_route(cfg, u->stream_id, u->stream_id_len);
+        if (!route)
+            return reject(o, st, line_no, DP_REJECT_UNKNOWN_STREAM, reason_text(DP_REJECT_UNKNOWN_STREAM),
+                          line, len, 0);
+        if (!(s = table_insert(tab, u->stream_id, u->stream_id_len, h)))
+            return DP_ENOMEM;
+        dp_synth_env env = {.key = key, .stream_id = s->id, .stream_id_len = s->id_len};
+        char err[512];
+        err[0] = '\0';
+        rc = dp_synth_create(&s->synth, route->synthesizer, route->config, &env, err, sizeof err);
+        if (rc != DP_OK) {
+            fprintf(stderr, "dpstream replay: line %llu: cannot create synthesizer '%s' for stream '%s': %s\n",
+                    (unsigned long long)line_no, route->synthesizer, s->id, err[0] ? err : dp_status_str(rc));
+            return rc;
+        }
+    }
+
+    uint64_t open = dp_synth_open_step(s->synth);
+    if (u->kind == DP_UPDATE_CLOSE_STEP) {
+        if (u->step < open) {
+            st->duplicate_markers++;   /* already closed: harmless, see the header */
+            return DP_OK;
+        }
+        if (dp_synth_exhausted(s->synth))
+            return reject(o, st, line_no, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
+        if (u->step > open) {
+            snprintf(msg, sizeof msg, "CLOSE_STEP for step %llu but step %llu is open",
+                     (unsigned long long)u->step, (unsigned long long)open);
+            return reject(o, st, line_no, DP_REJECT_FUTURE_STEP, msg, line, len, 0);
+        }
+        st->used++;
+        return close_step(o, st, s, line_no);
+    }
+
+    if (dp_synth_exhausted(s->synth))
+        return reject(o, st, line_no, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
+    if (u->step != open) {
+        dp_reject_reason r = u->step < open ? DP_REJECT_LATE : DP_REJECT_FUTURE_STEP;
+        snprintf(msg, sizeof msg, "%s (update for step %llu, open step %llu)", reason_text(r),
+                 (unsigned long long)u->step, (unsigned long long)open);
+        return reject(o, st, line_no, r, msg, line, len, 0);
+    }
+    dp_reject_reason reason = DP_REJECT_NONE;
+    rc = dp_synth_ingest(s->synth, u, &reason);
+    if (rc != DP_OK) {
+        fprintf(stderr, "dpstream replay: line %llu: ingest failed: %s\n", (unsigned long long)line_no,
+                dp_status_str(rc));
+        return rc;
+    }
+    if (reason != DP_REJECT_NONE)
+        return reject(o, st, line_no, reason, reason_text(reason), line, len, 0);
+    st->used++;
+    if (dp_synth_roster_complete(s->synth))
+        return close_step(o, st, s, line_no);
+    return DP_OK;
+}
+
+static void replay_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpstream replay --config CONFIG.json --input UPDATES.jsonl --out DIR\n"
+            "                       (--key-file F | --key-hex H)\n"
+            "\n"
+            "Runs the configured synthesizers over update JSON lines (\"-\" reads stdin)\n"
+            "without Kafka and writes DIR/releases.jsonl, DIR/budget.jsonl and\n"
+            "DIR/rejected.jsonl.  Same key and input give byte-identical output.\n"
+            "A CLOSE_STEP marker or a complete roster closes a stream's step; at end\n"
+            "of input open steps stay open (not released).\n");
+}
+
+static FILE *open_out(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(n);
+    if (!path)
+        return NULL;
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        fprintf(stderr, "dpstream replay: cannot create %s: %s\n", path, strerror(errno));
+    free(path);
+    return f;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    const char *cmd = "replay";
+    const char *config_path = NULL, *input_path = NULL, *out_dir = NULL, *key_file = NULL, *key_hex = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            replay_usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--config") == 0) slot = &config_path;
+        else if (strcmp(a, "--input") == 0) slot = &input_path;
+        else if (strcmp(a, "--out") == 0) slot = &out_dir;
+        else if (strcmp(a, "--key-file") == 0) slot = &key_file;
+        else if (strcmp(a, "--key-hex") == 0) slot = &key_hex;
+        else {
+            replay_usage(stderr);
+            return cli_fail(cmd, "unknown option '%s'", a);
+        }
+        if (i + 1 >= argc)
+            return cli_fail(cmd, "option %s needs a value", a);
+        *slot = argv[++i];
+    }
+    if (!config_path || !input_path || !out_dir) {
+        replay_usage(stderr);
+        return cli_fail(cmd, "--config, --input and --out are required");
+    }
+    dp_key key;
+    if (cli_load_key(cmd, key_file, key_hex, &key) != 0)
+        return 2;
+    char err[1024];
+    dp_stream_config *cfg = NULL;
+    if (dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK) {
+        dp_key_wipe(&key);
+        return cli_fail(cmd, "%s", err);
+    }
+    int status = 2;
+    FILE *in = NULL;
+    replay_out o;
+    memset(&o, 0, sizeof o);
+    dp_jbuf_init(&o.rel_buf);
+    dp_jbuf_init(&o.bud_buf);
+    dp_jbuf_init(&o.rej_buf);
+    line_reader rd;
+    memset(&rd, 0, sizeof rd);
+    stream_table tab;
+    memset(&tab, 0, sizeof tab);
+    dp_update_owned upd;
+    dp_update_owned_init(&upd);
+    replay_stats st;
+    memset(&st, 0, sizeof st);
+
+    in = strcmp(input_path, "-") == 0 ? stdin : fopen(input_path, "rb");
+    if (!in) {
+        cli_fail(cmd, "cannot open %s: %s", input_path, strerror(errno));
+        goto done;
+    }
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
+        cli_fail(cmd, "cannot create directory %s: %s", out_dir, strerror(errno));
+        goto done;
+    }
+    status = 1;
+    if (!(o.releases = open_out(out_dir, "releases.jsonl")) || !(o.budget = open_out(out_dir, "budget.jsonl")) ||
+        !(o.rejected = open_out(out_dir, "rejected.jsonl")))
+        goto done;
+    rd.f = in;
+    if (!(rd.buf = malloc(REPLAY_MAX_LINE + 1))) {
+        cli_fail(cmd, "out of memory");
+        goto done;
+    }
+    size_t len;
+    int truncated, got;
+    int rc = DP_OK;
+    while (rc == DP_OK && (got = line_next(&rd, &len, &truncated)) == 1) {
+        st.lines++;
+        if (len == 0 || (len == 1 && rd.buf[0] == '\r'))
+            continue;   /* blank lines carry nothing; not an error */
+        rc = replay_line(cfg, &key, &tab, &o, &st, &upd, st.lines, rd.buf, len, truncated);
+    }
+    if (rd.error) {
+        cli_fail(cmd, "read error on %s", input_path);
+        goto done;
+    }
+    if (rc != DP_OK) {
+        if (rc == DP_ENOMEM || rc == DP_EIO)
+            cli_fail(cmd, "line %llu: %s", (unsigned long long)st.lines, dp_status_str(rc));
+        goto done;
+    }
+    if (flush_buf(&o.rel_buf, o.releases, 1) != DP_OK || flush_buf(&o.bud_buf, o.budget, 1) != DP_OK ||
+        flush_buf(&o.rej_buf, o.rejected, 1) != DP_OK) {
+        cli_fail(cmd, "write failed");
+        goto done;
+    }
+    status = 0;
+    uint64_t n_rej = 0;
+    for (int r = 0; r < DP_REJECT_REASON_COUNT; r++)
+        n_rej += st.rejected[r];
+    printf("replay: %llu lines, %llu used, %llu rejected, %llu steps closed, %llu duplicate CLOSE_STEP markers ignored, %zu streams\n",
+           (unsigned long long)st.lines, (unsigned long long)st.used, (unsigned long long)n_rej,
+           (unsigned long long)st.closes, (unsigned long long)st.duplicate_markers, tab.count);
+    for (int r = 1; r < DP_REJECT_REASON_COUNT; r++)
+        if (st.rejected[r])
+            printf("  rejected %-18s %llu\n", dp_reject_reason_name((dp_reject_reason)r),
+                   (unsigned long long)st.rejected[r]);
+done:
+    {
+        int close_failed = 0;
+        if (o.releases && fclose(o.releases) != 0)
+            close_failed = 1;
+        if (o.budget && fclose(o.budget) != 0)
+            close_failed = 1;
+        if (o.rejected && fclose(o.rejected) != 0)
+            close_failed = 1;
+        if (close_failed && status == 0) {
+            cli_fail(cmd, "write failed");
+            status = 1;
+        }
+    }
+    if (in && in != stdin)
+        fclose(in);
+    free(rd.buf);
+    dp_jbuf_free(&o.rel_buf);
+    dp_jbuf_free(&o.bud_buf);
+    dp_jbuf_free(&o.rej_buf);
+    dp_update_owned_free(&upd);
+    table_free(&tab);
+    dp_stream_config_free(cfg);
+    dp_key_wipe(&key);
+    return status;
+}

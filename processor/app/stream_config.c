@@ -1,0 +1,344 @@
+/* stream_config.c — load and validate the processor configuration; route
+ * stream ids to synthesizers (first match wins).  See stream_config.h. */
+#include "app/stream_config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dp_error.h"
+#include "synth/synth.h"
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d)
+        memcpy(d, s, n + 1);
+    return d;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    char *d = malloc(na + nb + 1);
+    if (d) {
+        memcpy(d, a, na);
+        memcpy(d + na, b, nb + 1);
+    }
+    return d;
+}
+
+void dp_stream_config_free(dp_stream_config *c)
+{
+    if (!c)
+        return;
+    free(c->topic_prefix);
+    free(c->topic_updates);
+    free(c->topic_synthetic);
+    free(c->topic_budget);
+    free(c->topic_dead_letter);
+    free(c->topic_state);
+    for (size_t i = 0; i < c->n_kafka; i++) {
+        free(c->kafka[i].name);
+        free(c->kafka[i].value);
+    }
+    free(c->kafka);
+    for (size_t i = 0; i < c->n_routes; i++) {
+        free(c->routes[i].match);
+        free(c->routes[i].prefix);
+        free(c->routes[i].synthesizer);
+        json_decref(c->routes[i].config);
+    }
+    free(c->routes);
+    free(c);
+}
+
+/* A topic name Kafka accepts: 1..249 characters of [a-zA-Z0-9._-]. */
+static int topic_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 249 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int load_topics(dp_stream_config *c, const json_t *topics, char *errstr, size_t n)
+{
+    static const char *const KEYS[] = {"prefix", "updates", "synthetic", "budget", "dead_letter", "state"};
+    static const char *const SUFFIX[] = {NULL, ".updates", ".synthetic", ".budget", ".deadletter", ".state"};
+    char **slots[] = {&c->topic_prefix, &c->topic_updates, &c->topic_synthetic,
+                      &c->topic_budget, &c->topic_dead_letter, &c->topic_state};
+    const size_t NK = sizeof KEYS / sizeof KEYS[0];
+    if (topics && !json_is_object(topics))
+        return dp_err(errstr, n, DP_EINVAL, "topics: must be an object");
+    if (topics) {
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)topics, key, val) {
+            size_t k = 0;
+            while (k < NK && strcmp(key, KEYS[k]) != 0)
+                k++;
+            if (k == NK)
+                return dp_err(errstr, n, DP_EINVAL,
+                              "topics: unknown key \"%s\" (known: prefix, updates, synthetic, budget, dead_letter, state)", key);
+            if (!json_is_string(val) || !topic_name_ok(json_string_value(val)))
+                return dp_err(errstr, n, DP_EINVAL,
+                              "topics.%s: must be a Kafka topic name (1-249 characters of a-z A-Z 0-9 . _ -)", key);
+            if (!(*slots[k] = dup_str(json_string_value(val))))
+                return DP_ENOMEM;
+        }
+    }
+    if (!c->topic_prefix && !(c->topic_prefix = dup_str("dpstream")))
+        return DP_ENOMEM;
+    for (size_t k = 1; k < NK; k++) {
+        if (*slots[k])
+            continue;
+        if (!(*slots[k] = join(c->topic_prefix, SUFFIX[k])))
+            return DP_ENOMEM;
+        if (!topic_name_ok(*slots[k]))
+            return dp_err(errstr, n, DP_EINVAL, "topics: derived topic name \"%s\" is too long", *slots[k]);
+    }
+    return DP_OK;
+}
+
+static int load_kafka(dp_stream_config *c, const json_t *kafka, char *errstr, size_t n)
+{
+    if (!kafka)
+        return DP_OK;
+    if (!json_is_object(kafka))
+        return dp_err(errstr, n, DP_EINVAL, "kafka: must be an object of librdkafka properties");
+    size_t cnt = json_object_size(kafka);
+    if (cnt == 0)
+        return DP_OK;
+    c->kafka = calloc(cnt, sizeof *c->kafka);
+    if (!c->kafka)
+        return DP_ENOMEM;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)kafka, key, val) {
+        char tmp[32];
+        const char *s;
+        if (key[0] == '\0')
+            return dp_err(errstr, n, DP_EINVAL, "kafka: empty property name");
+        if (json_is_string(val)) {
+            s = json_string_value(val);
+        } else if (json_is_integer(val)) {
+            snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+            s = tmp;
+        } else if (json_is_boolean(val)) {
+            s = json_is_true(val) ? "true" : "false";
+        } else {
+            return dp_err(errstr, n, DP_EINVAL, "kafka.%s: must be a string, integer or boolean", key);
+        }
+        dp_kafka_property *p = &c->kafka[c->n_kafka++];
+        if (!(p->name = dup_str(key)) || !(p->value = dup_str(s)))
+            return DP_ENOMEM;
+    }
+    return DP_OK;
+}
+
+/* 1 if route `a` (earlier) matches every id route `b` matches. */
+static int route_shadows(const dp_stream_route *a, const dp_stream_route *b)
+{
+    const char *bs = b->match ? b->match : b->prefix;
+    if (a->match)
+        return b->match && strcmp(a->match, b->match) == 0;
+    return a->match_len <= b->match_len && memcmp(a->prefix, bs, a->match_len) == 0;
+}
+
+/* Build the synthesizer once with a throw-away all-zero key so that every
+ * config error surfaces at load time, not when the first update of a
+ * stream arrives.  Nothing is released, so the key is never used. */
+static int check_synth_config(const dp_stream_route *r, size_t idx, char *errstr, size_t n)
+{
+    dp_key zero;
+    memset(&zero, 0, sizeof zero);
+    const char *id = r->match ? r->match : r->prefix;
+    dp_synth_env env = {.key = &zero, .stream_id = id, .stream_id_len = r->match_len};
+    if (r->match_len == 0) {
+        env.stream_id = "config-check";
+        env.stream_id_len = strlen(env.stream_id);
+    }
+    dp_synth *s = NULL;
+    char err[512];
+    err[0] = '\0';
+    int rc = dp_synth_create(&s, r->synthesizer, r->config, &env, err, sizeof err);
+    if (rc != DP_OK)
+        return dp_err(errstr, n, rc == DP_ENOMEM ? DP_ENOMEM : DP_EINVAL, "streams[%zu].config: %s", idx,
+                      err[0] ? err : dp_status_str(rc));
+    dp_synth_destroy(s);
+    return DP_OK;
+}
+
+static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *errstr, size_t n)
+{
+    dp_stream_route *r = &c->routes[idx];
+    if (!json_is_object(js))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: must be an object", idx);
+    const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)js, key, val) {
+        if (strcmp(key, "match") == 0) jmatch = val;
+        else if (strcmp(key, "prefix") == 0) jprefix = val;
+        else if (strcmp(key, "synthesizer") == 0) jsynth = val;
+        else if (strcmp(key, "config") == 0) jcfg = val;
+        else
+            return dp_err(errstr, n, DP_EINVAL,
+                          "streams[%zu]: unknown key \"%s\" (known: match, prefix, synthesizer, config)", idx, key);
+    }
+    if ((jmatch != NULL) == (jprefix != NULL))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: give exactly one of \"match\" (exact stream id) or \"prefix\"", idx);
+    if (jmatch) {
+        if (!json_is_string(jmatch) || json_string_length(jmatch) == 0 ||
+            strlen(json_string_value(jmatch)) != json_string_length(jmatch))
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].match: must be a non-empty string", idx);
+        if (!(r->match = dup_str(json_string_value(jmatch))))
+            return DP_ENOMEM;
+        r->match_len = strlen(r->match);
+    } else {
+        if (!json_is_string(jprefix) || strlen(json_string_value(jprefix)) != json_string_length(jprefix))
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].prefix: must be a string", idx);
+        if (!(r->prefix = dup_str(json_string_value(jprefix))))
+            return DP_ENOMEM;
+        r->match_len = strlen(r->prefix);
+    }
+    if (!jsynth || !json_is_string(jsynth))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].synthesizer: required string", idx);
+    if (!dp_synth_ops_find(json_string_value(jsynth)))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].synthesizer: unknown synthesizer \"%s\"", idx,
+                      json_string_value(jsynth));
+    if (!(r->synthesizer = dup_str(json_string_value(jsynth))))
+        return DP_ENOMEM;
+    if (!jcfg || !json_is_object(jcfg))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].config: required object (the synthesizer's parameters)", idx);
+    if (!(r->config = json_deep_copy(jcfg)))
+        return DP_ENOMEM;
+    /* The file-wide δ applies to every stream that does not choose its own. */
+    if (!json_object_get(r->config, "delta") &&
+        json_object_set_new(r->config, "delta", json_real(c->delta)) != 0)
+        return DP_ENOMEM;
+    for (size_t j = 0; j < idx; j++)
+        if (route_shadows(&c->routes[j], r))
+            return dp_err(errstr, n, DP_EINVAL,
+                          "streams[%zu]: unreachable: streams[%zu] (%s \"%s\") already matches every stream it would",
+                          idx, j, c->routes[j].match ? "match" : "prefix",
+                          c->routes[j].match ? c->routes[j].match : c->routes[j].prefix);
+    return check_synth_config(r, idx, errstr, n);
+}
+
+int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
+                               char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    if (!json_is_object(root))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "the configuration must be a JSON object");
+    dp_stream_config *c = calloc(1, sizeof *c);
+    if (!c)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    const json_t *topics = NULL, *kafka = NULL, *delta = NULL, *streams = NULL;
+    const char *key;
+    json_t *val;
+    int rc = DP_EINVAL;
+    json_object_foreach((json_t *)root, key, val) {
+        if (strcmp(key, "topics") == 0) topics = val;
+        else if (strcmp(key, "kafka") == 0) kafka = val;
+        else if (strcmp(key, "delta") == 0) delta = val;
+        else if (strcmp(key, "streams") == 0) streams = val;
+        else {
+            dp_err(errstr, errstr_size, DP_EINVAL,
+                   "unknown top-level key \"%s\" (known: topics, kafka, delta, streams)", key);
+            goto fail;
+        }
+    }
+    c->delta = DP_STREAM_CONFIG_DEFAULT_DELTA;
+    if (delta) {
+        if (!json_is_number(delta) || !(json_number_value(delta) > 0.0) || !(json_number_value(delta) < 1.0)) {
+            dp_err(errstr, errstr_size, DP_EINVAL, "delta: must be a number in (0, 1)");
+            goto fail;
+        }
+        c->delta = json_number_value(delta);
+    }
+    if ((rc = load_topics(c, topics, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    if ((rc = load_kafka(c, kafka, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    rc = DP_EINVAL;
+    if (!streams || !json_is_array(streams) || json_array_size(streams) == 0) {
+        dp_err(errstr, errstr_size, DP_EINVAL, "streams: required non-empty array of routes");
+        goto fail;
+    }
+    c->routes = calloc(json_array_size(streams), sizeof *c->routes);
+    if (!c->routes) {
+        rc = DP_ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < json_array_size(streams); i++) {
+        c->n_routes = i + 1;
+        if ((rc = load_route(c, i, json_array_get(streams, i), errstr, errstr_size)) != DP_OK)
+            goto fail;
+    }
+    *out = c;
+    return DP_OK;
+fail:
+    if (rc == DP_ENOMEM)
+        dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    dp_stream_config_free(c);
+    return rc;
+}
+
+int dp_stream_config_parse(dp_stream_config **out, const char *text, size_t len,
+                           char *errstr, size_t errstr_size)
+{
+    json_error_t jerr;
+    *out = NULL;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "not valid JSON (line %d, column %d: %s)",
+                      jerr.line, jerr.column, jerr.text);
+    int rc = dp_stream_config_from_json(out, root, errstr, errstr_size);
+    json_decref(root);
+    return rc;
+}
+
+int dp_stream_config_load_file(dp_stream_config **out, const char *path,
+                               char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot open %s", path);
+    json_error_t jerr;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
+    if (!root)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: not valid JSON (line %d, column %d: %s)",
+                      path, jerr.line, jerr.column, jerr.text);
+    char err[768];
+    int rc = dp_stream_config_from_json(out, root, err, sizeof err);
+    json_decref(root);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, "%s: %s", path, err);
+    return DP_OK;
+}
+
+const dp_stream_route *dp_stream_config_route(const dp_stream_config *c,
+                                              const char *stream_id, size_t len)
+{
+    for (size_t i = 0; i < c->n_routes; i++) {
+        const dp_stream_route *r = &c->routes[i];
+        if (r->match ? (r->match_len == len && memcmp(r->match, stream_id, len) == 0)
+                     : (r->match_len <= len && memcmp(r->prefix, stream_id, r->match_len) == 0))
+            return r;
+    }
+    return NULL;
+}

@@ -1,0 +1,87 @@
+/* stream_config.h — the processor's configuration file: which synthesizer
+ * runs for which stream, with what parameters, plus the Kafka settings
+ * (used by `dpstream replay` today and by the Kafka processor later).
+ *
+ *   {
+ *     "topics": {"prefix": "dpstream",             optional; defaults below
+ *                "updates": "dpstream.updates", "synthetic": "dpstream.synthetic",
+ *                "budget": "dpstream.budget", "dead_letter": "dpstream.deadletter",
+ *                "state": "dpstream.state"},
+ *     "kafka":  {"bootstrap.servers": "127.0.0.1:9092", …},   optional;
+ *                librdkafka properties, values strings (numbers and
+ *                booleans are accepted and written in canonical form)
+ *     "delta":  1e-6,                                 optional, in (0, 1);
+ *                the δ of the published (ε, δ) equivalents; copied into a
+ *                stream's synthesizer config as "delta" unless the
+ *                stream's config sets it (only for synthesizers whose
+ *                config takes a "delta" key, see dp_stream_config)
+ *     "streams": [                                    required, non-empty
+ *       {"match": "panel-a",  "synthesizer": "window",     "config": {…}},
+ *       {"prefix": "survey/", "synthesizer": "cumulative", "config": {…}}
+ *     ]
+ *   }
+ *
+ * Routing: a stream id is matched against the routes in file order and
+ * the first route that matches wins — "match" equals the id exactly,
+ * "prefix" is a byte prefix of it ("" matches every stream: a catch-all
+ * that belongs last).  Each route names exactly one of the two.  A route
+ * that an earlier route always shadows (same exact id, or an earlier
+ * prefix that covers it) can never be used and is refused as a likely
+ * mistake.
+ *
+ * Validation is complete at load time: unknown keys at any level, wrong
+ * types, unknown synthesizers, and synthesizer configs that the
+ * synthesizer itself refuses (unknown keys, missing keys, overspent
+ * plans — checked by building the synthesizer once with a throw-away
+ * key) are errors naming the JSON path, e.g.
+ * "streams[1].config: window: k must be in 1..16". */
+#ifndef DP_APP_STREAM_CONFIG_H
+#define DP_APP_STREAM_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct dp_stream_route {
+    char   *match;          /* exact stream id, or NULL */
+    char   *prefix;         /* stream id prefix, or NULL */
+    size_t  match_len;      /* length of whichever of the two is set */
+    char   *synthesizer;    /* "window", "cumulative", … */
+    json_t *config;         /* the synthesizer's config object (owned; "delta" filled in) */
+} dp_stream_route;
+
+typedef struct dp_kafka_property {
+    char *name;
+    char *value;
+} dp_kafka_property;
+
+typedef struct dp_stream_config {
+    char *topic_prefix;
+    char *topic_updates;
+    char *topic_synthetic;
+    char *topic_budget;
+    char *topic_dead_letter;
+    char *topic_state;
+    dp_kafka_property *kafka;      /* in file order */
+    size_t             n_kafka;
+    double             delta;
+    dp_stream_route   *routes;     /* in file order */
+    size_t             n_routes;
+} dp_stream_config;
+
+#define DP_STREAM_CONFIG_DEFAULT_DELTA 1e-6
+
+/* Parse and validate.  Returns DP_OK, DP_EINVAL (message in errstr), DP_EIO
+ * (file) or DP_ENOMEM.  *out is NULL on failure. */
+int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
+                               char *errstr, size_t errstr_size);
+int dp_stream_config_parse(dp_stream_config **out, const char *text, size_t len,
+                           char *errstr, size_t errstr_size);
+int dp_stream_config_load_file(dp_stream_config **out, const char *path,
+                               char *errstr, size_t errstr_size);
+void dp_stream_config_free(dp_stream_config *c);
+
+/* The route for a stream id (first match wins), or NULL. */
+const dp_stream_route *dp_stream_config_route(const dp_stream_config *c,
+                                              const char *stream_id, size_t len);
+
+#endif

@@ -1,0 +1,481 @@
+/* accountant.c — privacy models, the zCDP → (ε, δ) conversions and the
+ * per-stream ledger that fails closed (ALGORITHMS.md §1, DESIGN.md §3).
+ *
+ * Nothing here draws randomness or releases data; it only decides whether
+ * a release may happen and records what it cost.  Every refusal is a
+ * privacy decision, so the ledger errs towards refusing: a spend that
+ * cannot be recorded (over budget, malformed cost, unconvertible model)
+ * marks the ledger exhausted and the stream stops. */
+#include "core/accountant.h"
+#include "core/buf.h"
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *dp_privacy_model_name(dp_privacy_model m)
+{
+    switch (m) {
+    case DP_PRIVACY_ZCDP: return "zcdp";
+    case DP_PRIVACY_PURE: return "pure";
+    default:              return "unknown";
+    }
+}
+
+static int model_valid(dp_privacy_model m)
+{
+    return m == DP_PRIVACY_ZCDP || m == DP_PRIVACY_PURE;
+}
+
+/* Bun & Steinke 2016, Prop. 1.4: an ε-DP mechanism is (ε²/2)-zCDP. */
+double dp_pure_to_zcdp(double epsilon)
+{
+    if (!(epsilon >= 0) || !isfinite(epsilon))
+        return NAN;
+    return epsilon * epsilon / 2.0;
+}
+
+/* Bun & Steinke 2016, Prop. 1.3: ρ-zCDP ⇒ (ρ + 2·sqrt(ρ·ln(1/δ)), δ)-DP.
+ * It is the CKS expression below with the factor (1/α)(1-1/α)^(α-1) < 1
+ * dropped and α chosen in closed form, hence never tighter than CKS. */
+double dp_zcdp_to_eps_simple(double rho, double delta)
+{
+    if (!(rho >= 0) || !isfinite(rho) || !(delta > 0) || !(delta < 1))
+        return NAN;
+    return rho + 2.0 * sqrt(rho * -log(delta));
+}
+
+/* --- CKS conversion --------------------------------------------------------
+ *
+ * Canonne, Kamath, Steinke 2020, Prop. 12 / Cor. 13: ρ-zCDP is (α, αρ)-RDP
+ * for every α > 1, and (α, τ)-RDP implies (ε, δ)-DP with
+ *     δ = exp((α-1)(τ-ε)) / (α-1) · (1 - 1/α)^α.
+ * Substituting x = α - 1 > 0 and taking logs,
+ *     f(x) = x·((1+x)ρ - ε) + x·ln x - (1+x)·ln(1+x)
+ *          = x·((1+x)ρ - ε) - x·log1p(1/x) - log1p(x),
+ * the second form being free of overflow for large x and of cancellation
+ * between x·ln x and (1+x)·ln(1+x) for both small and large x.
+ *
+ * f''(x) = 2ρ + 1/x - 1/(1+x) > 0, so f is strictly convex on (0, ∞) and
+ * its minimiser is the unique root of the increasing function
+ *     f'(x) = g(x) = ρ(1+2x) - ε - log1p(1/x),
+ * which goes to -∞ as x → 0 and, when ρ > 0, to +∞ as x → ∞.  We bracket
+ * that root and bisect on t = ln x (x spans hundreds of orders of magnitude
+ * between ρ = 100 and ρ = 1e-8).  Every x > 0 gives a valid δ, so an
+ * imprecise minimiser can only make δ larger, i.e. conservative; near the
+ * root the error in f is quadratic in the error in x and is negligible.
+ *
+ * Precision: f is evaluated with an absolute error of a few ulp of its
+ * largest term (|x·ε| ≲ 1e3 across the supported range), so ln δ is good to
+ * ~1e-13 absolute, and ε from dp_zcdp_to_eps_cks to ~1e-12 relative
+ * (test_accountant compares with 60-digit mpmath values).  ρ = 0 is exact:
+ * δ = 0 for every ε ≥ 0, and ε = 0 for every δ. */
+
+static double cks_f(double x, double rho, double eps)
+{
+    double v = x * ((1.0 + x) * rho - eps) - x * log1p(1.0 / x) - log1p(x);
+    return isnan(v) ? INFINITY : v;
+}
+
+static double cks_g(double x, double rho, double eps)
+{
+    return rho * (1.0 + 2.0 * x) - eps - log1p(1.0 / x);
+}
+
+/* ln of the CKS δ for ρ > 0, ε ≥ 0, capped at 0 (δ <= 1 is trivial). */
+static double cks_log_delta(double rho, double eps)
+{
+    /* Lower end: log1p(1/x) >= -ln x, so g(x) <= ρ(1+2x) - ε + ln x, which
+     * for x <= 1 is < 0 once ln x < ε - 3ρ.  Below e^-700 doubles lose x;
+     * there the optimum has δ ≈ 1 anyway and any x is a valid bound. */
+    double t_lo = fmin(0.0, eps - 3.0 * rho - 1.0);
+    if (t_lo < -700.0)
+        t_lo = -700.0;
+    /* Upper end: for x >= 1, log1p(1/x) <= 1/x <= 1, so g(x) >= ρ + 2ρx - ε - 1,
+     * which is > 0 for x >= (ε+1)/(2ρ). */
+    double x_hi = fmax(1.0, (eps + 1.0) / (2.0 * rho));
+    double t_hi = log(x_hi);
+    if (!(t_hi <= 690.0))
+        t_hi = 690.0;
+
+    double best = INFINITY;
+    if (cks_g(exp(t_lo), rho, eps) >= 0) {
+        best = cks_f(exp(t_lo), rho, eps);
+    } else if (cks_g(exp(t_hi), rho, eps) <= 0) {
+        best = cks_f(exp(t_hi), rho, eps);
+    } else {
+        for (int i = 0; i < 200; i++) {
+            double mid = t_lo + (t_hi - t_lo) / 2.0;
+            if (mid <= t_lo || mid >= t_hi)
+                break;
+            if (cks_g(exp(mid), rho, eps) < 0)
+                t_lo = mid;
+            else
+                t_hi = mid;
+        }
+        best = fmin(cks_f(exp(t_lo), rho, eps), cks_f(exp(t_hi), rho, eps));
+    }
+    return best < 0 ? best : 0.0;
+}
+
+/* δ for ρ >= 0, ε >= 0 (ρ = 0 is perfectly private: δ = 0). */
+static double cks_delta(double rho, double eps)
+{
+    return rho == 0 ? 0.0 : exp(cks_log_delta(rho, eps));
+}
+
+int dp_zcdp_delta_cks(double rho, double epsilon, double *delta)
+{
+    if (!delta || !(rho >= 0) || !isfinite(rho) || !(epsilon >= 0) || !isfinite(epsilon))
+        return DP_EINVAL;
+    *delta = cks_delta(rho, epsilon);
+    return DP_OK;
+}
+
+int dp_zcdp_to_eps_cks(double rho, double delta, double *epsilon)
+{
+    if (!epsilon || !(rho >= 0) || !isfinite(rho) || !(delta > 0) || !(delta < 1))
+        return DP_EINVAL;
+    if (rho == 0) {
+        *epsilon = 0;
+        return DP_OK;
+    }
+    /* δ(ε) is non-increasing in ε (f decreases in ε for every x), so the
+     * smallest ε with δ(ε) <= target is found by bisection.  The test is
+     * exactly the one dp_zcdp_delta_cks reports (exp of the same ln δ), so
+     * a caller re-checking the returned ε sees δ(ε) <= delta bit for bit. */
+    if (cks_delta(rho, 0.0) <= delta) {
+        *epsilon = 0;
+        return DP_OK;
+    }
+    /* The simple bound satisfies the CKS condition (see above); the loop
+     * only guards against rounding at its last ulp. */
+    double hi = dp_zcdp_to_eps_simple(rho, delta);
+    int grow = 0;
+    while (cks_delta(rho, hi) > delta) {
+        if (++grow > 64 || !isfinite(hi))
+            return DP_ERANGE;
+        hi = hi * 2.0 + 1e-300;
+    }
+    double lo = 0.0;
+    for (int i = 0; i < 2000; i++) {
+        double mid = lo + (hi - lo) / 2.0;
+        if (mid <= lo || mid >= hi)
+            break;
+        if (cks_delta(rho, mid) <= delta)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    /* hi always satisfies δ(hi) <= delta: the returned ε is on the safe side. */
+    *epsilon = hi;
+    return DP_OK;
+}
+
+int dp_privacy_convert(dp_privacy cost, dp_privacy_model model, double *out)
+{
+    if (!out || !model_valid(cost.model) || !model_valid(model)
+        || !(cost.value >= 0) || !isfinite(cost.value))
+        return DP_EINVAL;
+    if (cost.model == model) {
+        *out = cost.value;
+        return DP_OK;
+    }
+    if (cost.model == DP_PRIVACY_PURE && model == DP_PRIVACY_ZCDP) {
+        *out = dp_pure_to_zcdp(cost.value);
+        return DP_OK;
+    }
+    /* ρ-zCDP implies no finite pure ε (Gaussian noise is unbounded). */
+    return DP_EINVAL;
+}
+
+int dp_privacy_describe(dp_privacy total, double delta, double *eps_simple, double *eps_cks)
+{
+    if (!eps_simple || !eps_cks || !model_valid(total.model)
+        || !(total.value >= 0) || !isfinite(total.value))
+        return DP_EINVAL;
+    if (total.model == DP_PRIVACY_PURE) {
+        *eps_simple = NAN;
+        *eps_cks = total.value;
+        return DP_OK;
+    }
+    if (!(delta > 0) || !(delta < 1))
+        return DP_EINVAL;
+    double c;
+    int rc = dp_zcdp_to_eps_cks(total.value, delta, &c);
+    if (rc != DP_OK)
+        return rc;
+    *eps_simple = dp_zcdp_to_eps_simple(total.value, delta);
+    *eps_cks = c;
+    return DP_OK;
+}
+
+/* --- ledger ---------------------------------------------------------------- */
+
+/* Upper limit a total may reach: the budget plus DP_LEDGER_REL_SLACK of it. */
+static double ledger_limit(const dp_ledger *l)
+{
+    return l->budget + l->budget * DP_LEDGER_REL_SLACK;
+}
+
+/* The budget counts as met once what is left is within the slack: nothing
+ * meaningful could be released with it. */
+static int ledger_met(const dp_ledger *l)
+{
+    return l->spent >= l->budget - l->budget * DP_LEDGER_REL_SLACK;
+}
+
+int dp_ledger_init(dp_ledger *l, dp_privacy_model model, double budget,
+                   char *errstr, size_t errstr_size)
+{
+    if (!l)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: NULL ledger");
+    memset(l, 0, sizeof *l);
+    if (!model_valid(model))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: unknown privacy model %d", (int)model);
+    if (!(budget > 0) || !isfinite(budget))
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "ledger: %s budget must be a positive finite number", dp_privacy_model_name(model));
+    l->model = model;
+    l->budget = budget;
+    return DP_OK;
+}
+
+void dp_ledger_free(dp_ledger *l)
+{
+    if (!l)
+        return;
+    free(l->entries);
+    memset(l, 0, sizeof *l);
+}
+
+int dp_ledger_check_plan(const dp_ledger *l, dp_privacy planned,
+                         char *errstr, size_t errstr_size)
+{
+    if (!l || !model_valid(l->model))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: not initialised");
+    double amount;
+    if (dp_privacy_convert(planned, l->model, &amount) != DP_OK)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "planned %s cost %g cannot be accounted in a %s ledger",
+                      dp_privacy_model_name(planned.model), planned.value,
+                      dp_privacy_model_name(l->model));
+    if (l->exhausted)
+        return dp_err(errstr, errstr_size, DP_EBUDGET, "privacy budget already exhausted");
+    if (!(l->spent + amount <= ledger_limit(l)))
+        return dp_err(errstr, errstr_size, DP_EBUDGET,
+                      "planned %s spend %.17g exceeds the remaining budget %.17g (of %.17g)",
+                      dp_privacy_model_name(l->model), amount, dp_ledger_remaining(l), l->budget);
+    return DP_OK;
+}
+
+int dp_ledger_spend(dp_ledger *l, uint64_t step, const char *mechanism,
+                    dp_privacy cost, char *errstr, size_t errstr_size)
+{
+    if (!l || !model_valid(l->model))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: not initialised");
+    /* Every refusal below exhausts the ledger: the caller was about to
+     * release something whose cost we could not record. */
+    if (l->exhausted)
+        return dp_err(errstr, errstr_size, DP_EBUDGET,
+                      "privacy budget exhausted; refusing %s at step %llu",
+                      mechanism ? mechanism : "(unnamed)", (unsigned long long)step);
+    size_t mlen = mechanism ? strlen(mechanism) : 0;
+    if (!mechanism || mlen == 0 || mlen >= DP_LEDGER_MECH_MAX) {
+        l->exhausted = 1;
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "ledger: mechanism label must have 1..%d characters", DP_LEDGER_MECH_MAX - 1);
+    }
+    double amount;
+    if (dp_privacy_convert(cost, l->model, &amount) != DP_OK) {
+        l->exhausted = 1;
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: %s cost %g cannot be accounted in a %s ledger", mechanism,
+                      dp_privacy_model_name(cost.model), cost.value, dp_privacy_model_name(l->model));
+    }
+    double total = l->spent + amount;
+    if (!(total <= ledger_limit(l))) {
+        l->exhausted = 1;
+        return dp_err(errstr, errstr_size, DP_EBUDGET,
+                      "%s at step %llu would spend %s %.17g; only %.17g of %.17g remains",
+                      mechanism, (unsigned long long)step, dp_privacy_model_name(l->model),
+                      amount, dp_ledger_remaining(l), l->budget);
+    }
+    if (l->n_entries == l->cap_entries) {
+        size_t cap = l->cap_entries ? l->cap_entries * 2 : 16;
+        dp_ledger_entry *e = cap > SIZE_MAX / sizeof *e ? NULL : realloc(l->entries, cap * sizeof *e);
+        if (!e) {
+            l->exhausted = 1;
+            return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory recording %s", mechanism);
+        }
+        l->entries = e;
+        l->cap_entries = cap;
+    }
+    dp_ledger_entry *e = &l->entries[l->n_entries++];
+    memset(e, 0, sizeof *e);
+    e->step = step;
+    e->amount = amount;
+    memcpy(e->mechanism, mechanism, mlen);
+    l->spent = total;
+    if (ledger_met(l))
+        l->exhausted = 1;
+    return DP_OK;
+}
+
+double dp_ledger_remaining(const dp_ledger *l)
+{
+    if (!l || l->exhausted)
+        return 0.0;
+    double r = l->budget - l->spent;
+    return r > 0 ? r : 0.0;
+}
+
+/* --- serialization ----------------------------------------------------------
+ *
+ * Layout (all little endian, via buf.h):
+ *   u32 magic "DPLG" | u32 version | u32 model | f64 budget | f64 spent |
+ *   u8 exhausted | u64 n_entries |
+ *   n × (u64 step | f64 amount | u8 label_len | label bytes) |
+ *   u64 FNV-1a-64 of every preceding byte.
+ * The checksum catches accidental damage (any single changed byte is always
+ * detected: each FNV step is a bijection of the state), the structural
+ * checks catch everything a well-formed but wrong snapshot could claim —
+ * above all a `spent` that is not the entries' sum, which would silently
+ * hand back budget. */
+
+#define LEDGER_MAGIC   0x474c5044u   /* "DPLG" read as little-endian bytes */
+#define LEDGER_VERSION 1u
+#define LEDGER_MIN_ENTRY (8 + 8 + 1 + 1)
+
+static uint64_t fnv1a64(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int dp_ledger_serialize(const dp_ledger *l, uint8_t **out, size_t *out_len)
+{
+    if (!l || !out || !out_len || !model_valid(l->model))
+        return DP_EINVAL;
+    dp_buf b;
+    dp_buf_init(&b);
+    dp_buf_put_u32(&b, LEDGER_MAGIC);
+    dp_buf_put_u32(&b, LEDGER_VERSION);
+    dp_buf_put_u32(&b, (uint32_t)l->model);
+    dp_buf_put_f64(&b, l->budget);
+    dp_buf_put_f64(&b, l->spent);
+    dp_buf_put_u8(&b, l->exhausted ? 1 : 0);
+    dp_buf_put_u64(&b, (uint64_t)l->n_entries);
+    for (size_t i = 0; i < l->n_entries; i++) {
+        const dp_ledger_entry *e = &l->entries[i];
+        size_t mlen = strnlen(e->mechanism, DP_LEDGER_MECH_MAX);
+        if (mlen >= DP_LEDGER_MECH_MAX) {
+            dp_buf_free(&b);
+            return DP_EINVAL;
+        }
+        dp_buf_put_u64(&b, e->step);
+        dp_buf_put_f64(&b, e->amount);
+        dp_buf_put_u8(&b, (uint8_t)mlen);
+        dp_buf_put_bytes(&b, e->mechanism, mlen);
+    }
+    int rc = dp_buf_status(&b);
+    if (rc == DP_OK) {
+        dp_buf_put_u64(&b, fnv1a64(b.data, b.len));
+        rc = dp_buf_status(&b);
+    }
+    if (rc != DP_OK) {
+        dp_buf_free(&b);
+        return rc;
+    }
+    *out = b.data;
+    *out_len = b.len;
+    return DP_OK;
+}
+
+int dp_ledger_deserialize(dp_ledger *l, const uint8_t *buf, size_t len,
+                          char *errstr, size_t errstr_size)
+{
+    if (!l)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: NULL ledger");
+    memset(l, 0, sizeof *l);
+    if (!buf || len < 8)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot truncated (%zu bytes)", len);
+
+    dp_reader tail;
+    dp_reader_init(&tail, buf + len - 8, 8);
+    if (dp_reader_u64(&tail) != fnv1a64(buf, len - 8))
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot checksum mismatch");
+
+    dp_reader r;
+    dp_reader_init(&r, buf, len - 8);
+    uint32_t magic = dp_reader_u32(&r);
+    uint32_t version = dp_reader_u32(&r);
+    if (dp_reader_status(&r) != DP_OK || magic != LEDGER_MAGIC)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "not a ledger snapshot");
+    if (version != LEDGER_VERSION)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "unsupported ledger snapshot version %u", version);
+    uint32_t model = dp_reader_u32(&r);
+    double budget = dp_reader_f64(&r);
+    double spent = dp_reader_f64(&r);
+    uint8_t exhausted = dp_reader_u8(&r);
+    uint64_t n = dp_reader_u64(&r);
+    if (dp_reader_status(&r) != DP_OK)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot header truncated");
+    if (!model_valid((dp_privacy_model)model) || !(budget > 0) || !isfinite(budget)
+        || exhausted > 1)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot header is invalid");
+    /* Bound n by the bytes present before allocating anything. */
+    if (n > (r.len - r.off) / LEDGER_MIN_ENTRY)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT,
+                      "ledger snapshot claims %llu entries in %zu bytes",
+                      (unsigned long long)n, r.len - r.off);
+
+    dp_ledger tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.model = (dp_privacy_model)model;
+    tmp.budget = budget;
+    if (n > 0) {
+        tmp.entries = calloc((size_t)n, sizeof *tmp.entries);
+        if (!tmp.entries)
+            return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory restoring %llu entries",
+                          (unsigned long long)n);
+        tmp.cap_entries = (size_t)n;
+    }
+    double sum = 0.0;
+    for (uint64_t i = 0; i < n; i++) {
+        dp_ledger_entry *e = &tmp.entries[i];
+        e->step = dp_reader_u64(&r);
+        e->amount = dp_reader_f64(&r);
+        uint8_t mlen = dp_reader_u8(&r);
+        if (dp_reader_status(&r) != DP_OK || mlen == 0 || mlen >= DP_LEDGER_MECH_MAX
+            || dp_reader_bytes(&r, e->mechanism, mlen) != DP_OK
+            || memchr(e->mechanism, '\0', mlen) != NULL
+            || !(e->amount >= 0) || !isfinite(e->amount)) {
+            free(tmp.entries);
+            return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot entry %llu is invalid",
+                          (unsigned long long)i);
+        }
+        sum += e->amount;   /* same order and operations as dp_ledger_spend */
+        tmp.n_entries = (size_t)i + 1;
+    }
+    if (dp_reader_finish(&r) != DP_OK) {
+        free(tmp.entries);
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot has trailing bytes");
+    }
+    tmp.spent = spent;
+    tmp.exhausted = exhausted;
+    /* The stored total must be exactly the entries' sum, no ledger can have
+     * recorded past its limit, and a met budget must be marked exhausted. */
+    if (memcmp(&sum, &spent, sizeof sum) != 0 || !(spent <= ledger_limit(&tmp))
+        || (ledger_met(&tmp) && !exhausted)) {
+        free(tmp.entries);
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot totals are inconsistent");
+    }
+    *l = tmp;
+    return DP_OK;
+}

@@ -1,0 +1,269 @@
+/* longitudinal_config.c — parse and validate the JSON configuration of
+ * `window` / `cumulative`; shared budget-event helpers. */
+#include "synth/longitudinal_config.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
+                                    "beta", "n_pad", "impute", "delta", NULL};
+static const char *CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
+                                        "beta", "impute", "delta", "counter", NULL};
+
+static int key_known(const char *k, const char **keys)
+{
+    for (; *keys; keys++)
+        if (strcmp(*keys, k) == 0)
+            return 1;
+    return 0;
+}
+
+/* A JSON integer (or an integral real) in [lo, hi]. */
+static int get_uint(const json_t *v, const char *name, const char *what, uint64_t lo, uint64_t hi,
+                    uint64_t *out, char *errstr, size_t errstr_size)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || (uint64_t)x < lo || (uint64_t)x > hi)
+            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: %s must be an integer in [%llu, %llu]",
+                          name, what, (unsigned long long)lo, (unsigned long long)hi);
+        *out = (uint64_t)x;
+        return DP_OK;
+    }
+    if (json_is_real(v)) {
+        double x = json_real_value(v);
+        if (x == floor(x) && x >= (double)lo && x <= (double)hi) {
+            *out = (uint64_t)x;
+            return DP_OK;
+        }
+    }
+    return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be an integer in [%llu, %llu]", name,
+                  what, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+static int get_real(const json_t *v, const char *name, const char *what, double *out,
+                    char *errstr, size_t errstr_size)
+{
+    if (!json_is_number(v))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be a number", name, what);
+    *out = json_number_value(v);
+    if (!isfinite(*out))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be finite", name, what);
+    return DP_OK;
+}
+
+static int parse_counter(dp_long_config *c, const char *name, const json_t *v, char *errstr,
+                         size_t errstr_size)
+{
+    const json_t *kind = v;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            if (strcmp(k, "kind") && strcmp(k, "block") && strcmp(k, "buffers"))
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown counter key \"%s\"", name, k);
+        }
+        kind = json_object_get(v, "kind");
+        const json_t *b = json_object_get(v, "block");
+        uint64_t u;
+        if (b) {
+            int rc = get_uint(b, name, "counter.block", 1, UINT32_MAX, &u, errstr, errstr_size);
+            if (rc != DP_OK)
+                return rc;
+            c->counter_block = u;
+        }
+        b = json_object_get(v, "buffers");
+        if (b) {
+            int rc = get_uint(b, name, "counter.buffers", 1, 1024, &u, errstr, errstr_size);
+            if (rc != DP_OK)
+                return rc;
+            c->counter_buffers = (uint32_t)u;
+        }
+    }
+    if (!json_is_string(kind))
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: counter must be a kind name or {\"kind\": name, …}", name);
+    if (dp_counter_kind_parse(json_string_value(kind), &c->counter_kind) != DP_OK)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown counter kind \"%s\"", name,
+                      json_string_value(kind));
+    return DP_OK;
+}
+
+int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg, int is_window,
+                         char *errstr, size_t errstr_size)
+{
+    memset(c, 0, sizeof *c);
+    c->is_window = is_window;
+    c->categories = 2;
+    c->k = 1;
+    c->replace = 1;
+    c->beta = 0.05;
+    c->delta = 1e-6;
+    c->impute = DP_IMPUTE_CARRY_FORWARD;
+    c->counter_kind = DP_COUNTER_TREE;
+    if (!json_is_object(cfg))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: config must be a JSON object", name);
+    const char **keys = is_window ? WINDOW_KEYS : CUMULATIVE_KEYS;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        if (!key_known(key, keys))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown config key \"%s\"", name, key);
+    }
+    int rc;
+    uint64_t u;
+    if ((v = json_object_get(cfg, "synthesizer")) &&
+        (!json_is_string(v) || strcmp(json_string_value(v), name) != 0))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: config \"synthesizer\" names another synthesizer",
+                      name);
+    if (!(v = json_object_get(cfg, "horizon")))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"horizon\" (T) is required", name);
+    uint64_t tmax = is_window ? ((uint64_t)1 << 32) : DP_CUMULATIVE_MAX_HORIZON;
+    if ((rc = get_uint(v, name, "horizon", 1, tmax, &c->horizon, errstr, errstr_size)) != DP_OK)
+        return rc;
+    if (is_window) {
+        if (!(v = json_object_get(cfg, "k")))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"k\" (window length) is required", name);
+        if ((rc = get_uint(v, name, "k", 1, c->horizon < 64 ? c->horizon : 64, &u, errstr,
+                           errstr_size)) != DP_OK)
+            return rc;
+        c->k = (uint32_t)u;
+    }
+    if ((v = json_object_get(cfg, "categories"))) {
+        if ((rc = get_uint(v, name, "categories", 2, is_window ? DP_WINDOW_MAX_BINS : 2, &u, errstr,
+                           errstr_size)) != DP_OK)
+            return rc;
+        c->categories = (uint32_t)u;
+    }
+    if (is_window) {
+        uint64_t bins = 1;
+        for (uint32_t i = 0; i < c->k; i++) {
+            bins *= c->categories;
+            if (bins > DP_WINDOW_MAX_BINS)
+                return dp_err(errstr, errstr_size, DP_ERANGE,
+                              "%s: categories^k = %u^%u exceeds the supported 2^24 pattern bins", name,
+                              c->categories, c->k);
+        }
+    }
+    if (!(v = json_object_get(cfg, "rho")))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"rho\" (total zCDP budget) is required", name);
+    if ((rc = get_real(v, name, "rho", &c->rho, errstr, errstr_size)) != DP_OK)
+        return rc;
+    if (!(c->rho > 0))
+        return dp_err(errstr, errstr_size, DP_ERANGE, "%s: rho must be > 0", name);
+    if ((v = json_object_get(cfg, "neighbors"))) {
+        const char *s = json_string_value(v);
+        if (s && strcmp(s, "replace") == 0)
+            c->replace = 1;
+        else if (s && strcmp(s, "add_remove") == 0)
+            c->replace = 0;
+        else
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          "%s: neighbors must be \"replace\" or \"add_remove\"", name);
+    }
+    if ((v = json_object_get(cfg, "beta"))) {
+        if ((rc = get_real(v, name, "beta", &c->beta, errstr, errstr_size)) != DP_OK)
+            return rc;
+        if (!(c->beta > 0 && c->beta < 1))
+            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: beta must be in (0, 1)", name);
+    }
+    if ((v = json_object_get(cfg, "delta"))) {
+        if ((rc = get_real(v, name, "delta", &c->delta, errstr, errstr_size)) != DP_OK)
+            return rc;
+        if (!(c->delta > 0 && c->delta < 1))
+            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: delta must be in (0, 1)", name);
+    }
+    if ((v = json_object_get(cfg, "n_pad")) && !json_is_null(v)) {
+        if ((rc = get_uint(v, name, "n_pad", 0, (uint64_t)1 << 40, &c->n_pad, errstr, errstr_size)) != DP_OK)
+            return rc;
+        c->n_pad_given = 1;
+    }
+    if ((v = json_object_get(cfg, "impute"))) {
+        const json_t *p = json_object_get(v, "policy");
+        const char *ps = json_string_value(p);
+        if (!json_is_object(v) || !ps)
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          "%s: impute must be {\"policy\":\"carry_forward\"} or "
+                          "{\"policy\":\"fixed\",\"value\":v}", name);
+        json_object_foreach(v, key, p) {
+            if (strcmp(key, "policy") && strcmp(key, "value"))
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown impute key \"%s\"", name, key);
+        }
+        const json_t *val = json_object_get(v, "value");
+        if (strcmp(ps, "carry_forward") == 0) {
+            if (val)
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: carry_forward takes no value", name);
+            c->impute = DP_IMPUTE_CARRY_FORWARD;
+        } else if (strcmp(ps, "fixed") == 0) {
+            if (!val)
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: impute policy fixed needs a value", name);
+            if ((rc = get_uint(val, name, "impute.value", 0, c->categories - 1, &u, errstr,
+                               errstr_size)) != DP_OK)
+                return rc;
+            c->impute = DP_IMPUTE_FIXED;
+            c->impute_value = (uint32_t)u;
+        } else {
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          "%s: impute policy must be carry_forward or fixed", name);
+        }
+    }
+    if (!is_window && (v = json_object_get(cfg, "counter")))
+        if ((rc = parse_counter(c, name, v, errstr, errstr_size)) != DP_OK)
+            return rc;
+    return DP_OK;
+}
+
+const char *dp_long_neighbors_name(const dp_long_config *c)
+{
+    return c->replace ? "replace" : "add_remove";
+}
+
+void dp_long_fill_budget(dp_budget_event *e, const dp_ledger *l, double delta)
+{
+    e->model = DP_PRIVACY_ZCDP;
+    e->spent_total = l->spent;
+    e->budget_total = l->budget;
+    e->delta = delta;
+    if (l->spent <= 0) {
+        e->eps_simple = 0;
+        e->eps_cks = 0;
+        return;
+    }
+    e->eps_simple = dp_zcdp_to_eps_simple(l->spent, delta);
+    double eps;
+    e->eps_cks = dp_zcdp_to_eps_cks(l->spent, delta, &eps) == DP_OK ? eps : NAN;
+}
+
+int dp_long_ledger_save(const dp_ledger *l, dp_buf *b)
+{
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    int rc = dp_ledger_serialize(l, &bytes, &n);
+    if (rc != DP_OK)
+        return rc;
+    dp_buf_put_blob(b, bytes, n);
+    free(bytes);
+    return dp_buf_status(b);
+}
+
+int dp_long_ledger_load(dp_ledger *l, dp_reader *r)
+{
+    size_t n;
+    const uint8_t *p = dp_reader_blob(r, &n);
+    if (!p)
+        return DP_ECORRUPT;
+    dp_ledger fresh;
+    int rc = dp_ledger_deserialize(&fresh, p, n, NULL, 0);
+    if (rc != DP_OK)
+        return DP_ECORRUPT;
+    if (fresh.model != l->model || fresh.budget != l->budget) {
+        dp_ledger_free(&fresh);
+        return DP_ECORRUPT;
+    }
+    dp_ledger_free(l);
+    *l = fresh;
+    return DP_OK;
+}

@@ -1,0 +1,193 @@
+/* synth.c — the synthesizer registry and the single-shard bundle
+ * (synth.h): one ingest half + one release half (which owns the stream's
+ * budget ledger) + the open step.
+ *
+ * Close = ingest_close (exact statistics of the step) → release_step
+ * (noise, synthetic update, budget event).  The bundle adds no state of
+ * its own beyond the open step and a reusable statistics buffer, so a
+ * sharded deployment (many ingest halves, one release half) releases
+ * exactly what the bundle releases (tests/unit/test_synth_shards.c). */
+#include "synth/synth.h"
+
+#include "core/dp_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SYNTH_MAGIC 0x314e5953u   /* "SYN1" */
+
+extern const dp_synth_ops dp_synth_ops_window;
+extern const dp_synth_ops dp_synth_ops_cumulative;
+
+static const dp_synth_ops *const REGISTRY[] = {
+    &dp_synth_ops_window,
+    &dp_synth_ops_cumulative,
+    NULL,
+};
+
+const dp_synth_ops *dp_synth_ops_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; REGISTRY[i]; i++)
+        if (strcmp(REGISTRY[i]->name, name) == 0)
+            return REGISTRY[i];
+    return NULL;
+}
+
+static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
+    [DP_REJECT_NONE] = "NONE",
+    [DP_REJECT_MALFORMED] = "MALFORMED",
+    [DP_REJECT_UNKNOWN_STREAM] = "UNKNOWN_STREAM",
+    [DP_REJECT_WRONG_KIND] = "WRONG_KIND",
+    [DP_REJECT_UNKNOWN_ENTITY] = "UNKNOWN_ENTITY",
+    [DP_REJECT_DUPLICATE_REPORT] = "DUPLICATE_REPORT",
+    [DP_REJECT_OUT_OF_DOMAIN] = "OUT_OF_DOMAIN",
+    [DP_REJECT_LATE] = "LATE",
+    [DP_REJECT_FUTURE_STEP] = "FUTURE_STEP",
+    [DP_REJECT_EXHAUSTED] = "EXHAUSTED",
+};
+
+const char *dp_reject_reason_name(dp_reject_reason r)
+{
+    if ((unsigned)r >= DP_REJECT_REASON_COUNT)
+        return "UNKNOWN_REASON";
+    return REASON_NAMES[r];
+}
+
+struct dp_synth {
+    const dp_synth_ops *ops;
+    dp_ingest_half    *in;
+    dp_release_half   *rel;
+    uint64_t            open_step;
+    dp_stats            stats;
+};
+
+int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
+                    const dp_synth_env *env, char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    const dp_synth_ops *ops = dp_synth_ops_find(name);
+    if (!ops)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "unknown synthesizer \"%s\"", name ? name : "(null)");
+    if (!env || !env->key)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: no noise key", name);
+    dp_synth *s = calloc(1, sizeof *s);
+    if (!s)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    s->ops = ops;
+    s->open_step = 1;
+    dp_stats_init(&s->stats, 1);
+    int rc = ops->ingest_create(&s->in, config, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = ops->release_create(&s->rel, config, env, errstr, errstr_size);
+    if (rc != DP_OK) {
+        dp_synth_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return DP_OK;
+}
+
+void dp_synth_destroy(dp_synth *s)
+{
+    if (!s)
+        return;
+    if (s->in)
+        s->ops->ingest_destroy(s->in);
+    if (s->rel)
+        s->ops->release_destroy(s->rel);
+    dp_stats_free(&s->stats);
+    free(s);
+}
+
+const char *dp_synth_name(const dp_synth *s) { return s->ops->name; }
+
+int dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason)
+{
+    /* A stopped stream takes nothing, whatever the update (fail closed). */
+    if (s->ops->release_exhausted(s->rel)) {
+        *reason = DP_REJECT_EXHAUSTED;
+        return DP_OK;
+    }
+    return s->ops->ingest_update(s->in, u, reason);
+}
+
+uint64_t dp_synth_open_step(const dp_synth *s) { return s->open_step; }
+
+int dp_synth_exhausted(const dp_synth *s) { return s->ops->release_exhausted(s->rel); }
+
+int dp_synth_roster_complete(const dp_synth *s)
+{
+    if (dp_synth_exhausted(s) || !s->ops->ingest_roster_complete)
+        return 0;
+    return s->ops->ingest_roster_complete(s->in);
+}
+
+int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, size_t errstr_size)
+{
+    if (s->ops->release_exhausted(s->rel))
+        return dp_err(errstr, errstr_size, DP_EHORIZON,
+                      "%s: stream exhausted (horizon or budget used up); step %llu not released",
+                      s->ops->name, (unsigned long long)s->open_step);
+    dp_stats_clear(&s->stats, s->open_step);
+    int rc = s->ops->ingest_close(s->in, s->open_step, &s->stats);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, "%s: computing step %llu statistics: %s", s->ops->name,
+                      (unsigned long long)s->open_step, dp_status_str(rc));
+    rc = s->ops->release_step(s->rel, s->open_step, &s->stats, sink, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    s->open_step++;
+    return DP_OK;
+}
+
+const dp_ledger *dp_synth_ledger(const dp_synth *s)
+{
+    return s->ops->release_ledger ? s->ops->release_ledger(s->rel) : NULL;
+}
+
+int dp_synth_snapshot(const dp_synth *s, dp_buf *out)
+{
+    dp_buf_put_u32(out, SYNTH_MAGIC);
+    dp_buf_put_blob(out, s->ops->name, strlen(s->ops->name));
+    dp_buf_put_u64(out, s->open_step);
+    int rc = s->ops->ingest_save(s->in, out);
+    if (rc == DP_OK)
+        rc = s->ops->release_save(s->rel, out);
+    return rc != DP_OK ? rc : dp_buf_status(out);
+}
+
+int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
+                     const dp_synth_env *env, const uint8_t *data, size_t len,
+                     char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    dp_synth *s;
+    int rc = dp_synth_create(&s, name, config, env, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    dp_reader r;
+    dp_reader_init(&r, data, len);
+    size_t nlen;
+    const uint8_t *n = NULL;
+    if (dp_reader_u32(&r) != SYNTH_MAGIC || !(n = dp_reader_blob(&r, &nlen)) ||
+        nlen != strlen(name) || memcmp(n, name, nlen) != 0) {
+        dp_synth_destroy(s);
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "%s: snapshot is not a %s synthesizer state",
+                      name, name);
+    }
+    s->open_step = dp_reader_u64(&r);
+    rc = s->ops->ingest_load(s->in, &r);
+    if (rc == DP_OK)
+        rc = s->ops->release_load(s->rel, &r);
+    if (rc == DP_OK)
+        rc = dp_reader_finish(&r);
+    if (rc != DP_OK) {
+        dp_synth_destroy(s);
+        return dp_err(errstr, errstr_size, rc == DP_ENOMEM ? DP_ENOMEM : DP_ECORRUPT,
+                      "%s: snapshot does not match this configuration or is corrupt", name);
+    }
+    *out = s;
+    return DP_OK;
+}

@@ -1,0 +1,242 @@
+/* synth.h — the one interface every dpstream synthesizer implements
+ * (DESIGN.md §4).  A synthesizer is a state machine with no I/O: it is
+ * created from a validated JSON config, ingests updates, and at each step
+ * close draws noise from the keyed DRBG and emits its release through a
+ * sink.  Snapshot/restore continue byte-identically.
+ *
+ * Each synthesizer is two halves, so one stream can later be sharded:
+ *
+ *   ingest  — per-entity state (roster, last k values, weights, rows, …);
+ *             at step close it produces the step's exact sufficient
+ *             statistics as a dp_stats (sparse histogram + scalars).
+ *             Statistics of disjoint entity shards add up (dp_stats_merge).
+ *   release — merged statistics → noise → synthetic update + manifest +
+ *             budget event.  Only this half touches noise and budget.
+ *
+ * dp_synth bundles one ingest half and one release half for the common
+ * single-shard case; the halves are also usable on their own (see
+ * dp_synth_ops).
+ *
+ * Designed for all six seeds: `window`/`cumulative` (one category per
+ * individual per step), `marginal` (inserted/deleted categorical rows),
+ * `spatial` (points inserted/deleted), `adaptive` (histogram snapshots),
+ * `hypercube` (one point in [0,1]^d per step); releases may be FULL (the
+ * whole synthetic dataset) or DELTA (what changed this step). */
+#ifndef DP_SYNTH_H
+#define DP_SYNTH_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/accountant.h"
+#include "core/buf.h"
+#include "core/drbg.h"
+#include "synth/stats.h"
+
+/* --- input ------------------------------------------------------------------ */
+
+typedef enum dp_update_kind {
+    DP_UPDATE_REPORT = 0,      /* an entity's value for a step (window, cumulative, hypercube, adaptive) */
+    DP_UPDATE_INSERT = 1,      /* a row / point enters the dataset (marginal, spatial) */
+    DP_UPDATE_DELETE = 2,      /* a row / point leaves the dataset */
+    DP_UPDATE_CLOSE_STEP = 3,  /* the step is closed (log-recorded boundary, DESIGN.md §2) */
+} dp_update_kind;
+
+typedef enum dp_payload_kind {
+    DP_PAYLOAD_NONE = 0,
+    DP_PAYLOAD_CATEGORY = 1,   /* a bit or category index */
+    DP_PAYLOAD_ROW = 2,        /* categorical row: one index per attribute */
+    DP_PAYLOAD_POINT = 3,      /* coordinates */
+} dp_payload_kind;
+
+typedef struct dp_payload {
+    dp_payload_kind kind;
+    int64_t         category;
+    const int32_t  *row;
+    size_t          row_len;
+    const double   *point;
+    size_t          point_len;
+} dp_payload;
+
+/* One update; all pointers are borrowed for the duration of the call. */
+typedef struct dp_update {
+    const char     *stream_id;
+    size_t          stream_id_len;
+    uint64_t        step;            /* 1-based time step */
+    dp_update_kind  kind;
+    const char     *entity_id;       /* NULL if absent */
+    size_t          entity_id_len;
+    dp_payload      payload;
+    int             has_event_time;
+    int64_t         event_time_ms;
+} dp_update;
+
+/* Why an update was not used.  Rejections are data: the processor sends
+ * them to the dead-letter topic with this code (DESIGN.md §8). */
+typedef enum dp_reject_reason {
+    DP_REJECT_NONE = 0,
+    DP_REJECT_MALFORMED,        /* undecodable / missing required fields */
+    DP_REJECT_UNKNOWN_STREAM,   /* no synthesizer routed for the stream */
+    DP_REJECT_WRONG_KIND,       /* update or payload kind the synthesizer does not take */
+    DP_REJECT_UNKNOWN_ENTITY,   /* entity not in the roster fixed at step 1 */
+    DP_REJECT_DUPLICATE_REPORT, /* second report of an entity in one step */
+    DP_REJECT_OUT_OF_DOMAIN,    /* value outside the configured domain */
+    DP_REJECT_LATE,             /* step already closed */
+    DP_REJECT_FUTURE_STEP,      /* step beyond the currently open one */
+    DP_REJECT_EXHAUSTED,        /* stream stopped: budget or horizon used up */
+    DP_REJECT_REASON_COUNT
+} dp_reject_reason;
+
+const char *dp_reject_reason_name(dp_reject_reason r);   /* "UNKNOWN_ENTITY", … */
+
+/* --- output ------------------------------------------------------------------ */
+
+typedef enum dp_release_mode { DP_RELEASE_FULL = 0, DP_RELEASE_DELTA = 1 } dp_release_mode;
+
+/* One synthetic record of a release. */
+typedef struct dp_synth_record {
+    uint64_t   synthetic_id;
+    dp_payload value;
+} dp_synth_record;
+
+/* A named real number in release metadata (noise parameters, debiasing
+ * information, accuracy bounds).  Order is the synthesizer's, fixed. */
+typedef struct dp_kv {
+    const char *key;
+    double      value;
+} dp_kv;
+
+typedef struct dp_release_manifest {
+    const char     *stream_id;
+    size_t          stream_id_len;
+    uint64_t        step;
+    const char     *synthesizer;      /* "window", "cumulative", … */
+    dp_release_mode mode;
+    uint64_t        record_count;
+    int             clamped;          /* a noisy target was infeasible and clamped (ALGORITHMS.md §3) */
+    uint64_t        imputed_count;    /* entities missing at close, imputed by the public policy */
+    const dp_kv    *debias;           /* e.g. {"n_pad", 41}, {"sigma2", 2000}, {"bins", 8} */
+    size_t          n_debias;
+} dp_release_manifest;
+
+typedef enum dp_budget_status {
+    DP_BUDGET_ACTIVE = 0,
+    DP_BUDGET_EXHAUSTED = 1,          /* budget or horizon used up: stream stopped */
+} dp_budget_status;
+
+typedef struct dp_budget_event {
+    const char       *stream_id;
+    size_t            stream_id_len;
+    uint64_t          step;
+    dp_budget_status  status;
+    const char       *mechanism;      /* e.g. "window/discrete_gaussian" */
+    const char       *unit;           /* "user-level over horizon T", "event-level", … */
+    const char       *neighbors;      /* "replace" or "add_remove" */
+    dp_privacy_model  model;
+    double            spent_step;
+    double            spent_total;
+    double            budget_total;
+    double            delta;          /* δ used for the (ε, δ) equivalents (zCDP only) */
+    double            eps_simple;     /* zCDP → ε, simple bound (NaN for pure) */
+    double            eps_cks;        /* zCDP → ε, CKS bound (or ε itself for pure) */
+    const dp_kv      *noise;          /* e.g. {"sigma2", …}, {"n_pad", …} */
+    size_t            n_noise;
+    const dp_kv      *accuracy;       /* stated bound at β, e.g. {"beta", 0.05}, {"max_error", …} */
+    size_t            n_accuracy;
+} dp_budget_event;
+
+/* Where a release goes.  Callbacks are invoked in a fixed order:
+ * record × record_count, then manifest, then budget.  A non-zero return
+ * aborts the close with that status (the synthesizer state is then
+ * unspecified: callers restore from the last snapshot). */
+typedef struct dp_release_sink {
+    void *ctx;
+    int (*record)(void *ctx, const dp_synth_record *r);
+    int (*manifest)(void *ctx, const dp_release_manifest *m);
+    int (*budget)(void *ctx, const dp_budget_event *e);
+} dp_release_sink;
+
+/* --- the synthesizer ------------------------------------------------------ */
+
+/* What a synthesizer knows about its environment; the key is borrowed and
+ * must outlive the synthesizer, the stream id is copied. */
+typedef struct dp_synth_env {
+    const dp_key *key;
+    const char   *stream_id;
+    size_t        stream_id_len;
+} dp_synth_env;
+
+typedef struct dp_synth dp_synth;
+
+/* name: "window", "cumulative", …  config: the synthesizer's JSON object
+ * (documented per synthesizer).  Unknown keys, missing required keys, and
+ * plans that overspend the budget are refused with a message. */
+int  dp_synth_create(dp_synth **out, const char *name, const json_t *config,
+                     const dp_synth_env *env, char *errstr, size_t errstr_size);
+void dp_synth_destroy(dp_synth *s);
+const char *dp_synth_name(const dp_synth *s);
+
+/* Offer one REPORT/INSERT/DELETE update.  Returns DP_OK with *reason =
+ * DP_REJECT_NONE if used, DP_OK with another reason if rejected (the
+ * update is data for the dead-letter topic, not an error); a negative
+ * status only for internal failures (out of memory). */
+int  dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason);
+
+/* The step currently open (1 before anything closed). */
+uint64_t dp_synth_open_step(const dp_synth *s);
+/* 1 once the stream is stopped (budget or horizon used up). */
+int  dp_synth_exhausted(const dp_synth *s);
+/* 1 when every rostered entity has reported in the open step (a close
+ * trigger, DESIGN.md §2); 0 if the synthesizer has no roster. */
+int  dp_synth_roster_complete(const dp_synth *s);
+
+/* Close the open step: ingest → stats → release through the sink.  After
+ * the last step of the horizon the stream is exhausted and the budget
+ * event says so.  Closing an exhausted stream returns DP_EHORIZON. */
+int  dp_synth_close_step(dp_synth *s, const dp_release_sink *sink,
+                         char *errstr, size_t errstr_size);
+
+/* Exact state (both halves, ledger, step; never the key). */
+int  dp_synth_snapshot(const dp_synth *s, dp_buf *out);
+int  dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
+                      const dp_synth_env *env, const uint8_t *data, size_t len,
+                      char *errstr, size_t errstr_size);
+
+/* --- the two halves, for sharded ingest ----------------------------------- */
+
+typedef struct dp_ingest_half dp_ingest_half;
+typedef struct dp_release_half dp_release_half;
+
+typedef struct dp_synth_ops {
+    const char *name;
+    /* ingest half */
+    int  (*ingest_create)(dp_ingest_half **out, const json_t *config, char *errstr, size_t errstr_size);
+    int  (*ingest_update)(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason);
+    /* Exact statistics of the open step (then the ingest half moves to the next step). */
+    int  (*ingest_close)(dp_ingest_half *in, uint64_t step, dp_stats *out);
+    int  (*ingest_roster_complete)(const dp_ingest_half *in);
+    int  (*ingest_save)(const dp_ingest_half *in, dp_buf *b);
+    int  (*ingest_load)(dp_ingest_half *in, dp_reader *r);
+    void (*ingest_destroy)(dp_ingest_half *in);
+    /* release half */
+    int  (*release_create)(dp_release_half **out, const json_t *config, const dp_synth_env *env,
+                           char *errstr, size_t errstr_size);
+    int  (*release_step)(dp_release_half *rel, uint64_t step, const dp_stats *merged,
+                         const dp_release_sink *sink, char *errstr, size_t errstr_size);
+    int  (*release_exhausted)(const dp_release_half *rel);
+    int  (*release_save)(const dp_release_half *rel, dp_buf *b);
+    int  (*release_load)(dp_release_half *rel, dp_reader *r);
+    void (*release_destroy)(dp_release_half *rel);
+    /* (added) The release half's per-stream budget ledger; NULL if it keeps none. */
+    const dp_ledger *(*release_ledger)(const dp_release_half *rel);
+} dp_synth_ops;
+
+/* NULL if unknown. */
+const dp_synth_ops *dp_synth_ops_find(const char *name);
+
+/* (added) The stream's budget ledger (owned by the release half; spends are
+ * recorded before a step's records are emitted), or NULL. */
+const dp_ledger *dp_synth_ledger(const dp_synth *s);
+
+#endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's test command: set up, build, and run every test suite.
+#   1. install the Debian packages (idempotent)
+#   2. build the -Werror build and the ASan+UBSan build
+#   3. start the local Apache Kafka broker (KRaft, 127.0.0.1) if integration
+#      tests exist, and stop it afterwards
+#   4. run ctest in both builds; the run ends with ctest's summary line
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+bash scripts/install-deps.sh || exit 1
+bash scripts/build.sh release || exit 1
+bash scripts/build.sh asan || exit 1
+
+broker_started=0
+cleanup() {
+  if [ "$broker_started" = 1 ]; then bash scripts/kafka-local.sh stop >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+if ls tests/integration/*.sh >/dev/null 2>&1 && [ -f scripts/kafka-local.sh ]; then
+  if ! bash scripts/kafka-local.sh status >/dev/null 2>&1; then
+    bash scripts/kafka-local.sh start || { echo "test.sh: could not start the local Kafka broker" >&2; exit 1; }
+    broker_started=1
+  fi
+fi
+
+jobs=$(nproc)
+status=0
+echo "== ctest: release build (-Werror) =="
+(cd build && ctest --output-on-failure -j"$jobs") || status=1
+echo "== ctest: ASan+UBSan build =="
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest --output-on-failure -j"$jobs") || status=1
+exit $status

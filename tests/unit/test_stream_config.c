@@ -1,0 +1,190 @@
+/* test_stream_config.c — the processor config file: routing (exact id vs
+ * prefix, first match wins), defaults, and validation messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/stream_config.h"
+#include "core/dp_error.h"
+#include "dptest.h"
+
+#define WINDOW_CFG "{\"horizon\":12,\"k\":3,\"rho\":0.005}"
+#define CUMUL_CFG  "{\"horizon\":12,\"rho\":0.005}"
+
+static dp_stream_config *load_ok(const char *text)
+{
+    dp_stream_config *c = NULL;
+    char err[1024] = "";
+    int rc = dp_stream_config_parse(&c, text, strlen(text), err, sizeof err);
+    if (rc != DP_OK)
+        fprintf(stderr, "\n  unexpected config error: %s\n", err);
+    CU_ASSERT_EQUAL(rc, DP_OK);
+    return c;
+}
+
+static const char *route_synth(const dp_stream_config *c, const char *id)
+{
+    const dp_stream_route *r = dp_stream_config_route(c, id, strlen(id));
+    return r ? r->synthesizer : NULL;
+}
+
+static void test_routing(void)
+{
+    dp_stream_config *c = load_ok(
+        "{\"streams\":["
+        " {\"match\":\"survey/special\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "},"
+        " {\"prefix\":\"survey/\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+        " {\"match\":\"panel-a\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+        " {\"prefix\":\"pan\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}"
+        "]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->n_routes, 4);
+    /* exact match before the prefix that also covers it */
+    const dp_stream_route *r = dp_stream_config_route(c, "survey/special", 14);
+    CU_ASSERT_PTR_EQUAL(r, &c->routes[0]);
+    CU_ASSERT_PTR_EQUAL(dp_stream_config_route(c, "survey/other", 12), &c->routes[1]);
+    CU_ASSERT_STRING_EQUAL(route_synth(c, "survey/"), "window");            /* prefix = whole id */
+    CU_ASSERT_STRING_EQUAL(route_synth(c, "survey/special2"), "window");    /* exact is exact */
+    CU_ASSERT_PTR_EQUAL(dp_stream_config_route(c, "panel-a", 7), &c->routes[2]);
+    CU_ASSERT_PTR_EQUAL(dp_stream_config_route(c, "panel-b", 7), &c->routes[3]);
+    CU_ASSERT_PTR_EQUAL(dp_stream_config_route(c, "panel-a2", 8), &c->routes[3]);
+    CU_ASSERT_PTR_NULL(dp_stream_config_route(c, "survey", 6));              /* shorter than the prefix */
+    CU_ASSERT_PTR_NULL(dp_stream_config_route(c, "pa", 2));
+    CU_ASSERT_PTR_NULL(dp_stream_config_route(c, "Survey/x", 8));            /* bytes, case-sensitive */
+    /* the length is explicit: an id with an embedded NUL is not "panel-a" */
+    CU_ASSERT_PTR_EQUAL(dp_stream_config_route(c, "panel-a\0x", 9), &c->routes[3]);
+    dp_stream_config_free(c);
+
+    /* an empty prefix is a catch-all */
+    c = load_ok("{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+                "{\"prefix\":\"\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(route_synth(c, "a"), "window");
+    CU_ASSERT_STRING_EQUAL(route_synth(c, "anything"), "cumulative");
+    dp_stream_config_free(c);
+}
+
+static void test_defaults(void)
+{
+    dp_stream_config *c = load_ok("{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(c->topic_prefix, "dpstream");
+    CU_ASSERT_STRING_EQUAL(c->topic_updates, "dpstream.updates");
+    CU_ASSERT_STRING_EQUAL(c->topic_synthetic, "dpstream.synthetic");
+    CU_ASSERT_STRING_EQUAL(c->topic_budget, "dpstream.budget");
+    CU_ASSERT_STRING_EQUAL(c->topic_dead_letter, "dpstream.deadletter");
+    CU_ASSERT_STRING_EQUAL(c->topic_state, "dpstream.state");
+    CU_ASSERT_EQUAL(c->n_kafka, 0);
+    CU_ASSERT_DOUBLE_EQUAL(c->delta, 1e-6, 0);
+    /* the file-wide delta is handed to the synthesizer */
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(c->routes[0].config, "delta")), 1e-6, 0);
+    dp_stream_config_free(c);
+
+    c = load_ok("{\"topics\":{\"prefix\":\"acme\",\"budget\":\"privacy-ledger\"},"
+                "\"kafka\":{\"bootstrap.servers\":\"127.0.0.1:9092\",\"linger.ms\":5,\"enable.idempotence\":true},"
+                "\"delta\":1e-9,"
+                "\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+                "{\"match\":\"t\",\"synthesizer\":\"window\",\"config\":{\"horizon\":12,\"k\":3,\"rho\":0.005,\"delta\":1e-5}}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(c->topic_updates, "acme.updates");
+    CU_ASSERT_STRING_EQUAL(c->topic_budget, "privacy-ledger");
+    CU_ASSERT_STRING_EQUAL(c->topic_dead_letter, "acme.deadletter");
+    CU_ASSERT_EQUAL_FATAL(c->n_kafka, 3);
+    CU_ASSERT_STRING_EQUAL(c->kafka[0].name, "bootstrap.servers");
+    CU_ASSERT_STRING_EQUAL(c->kafka[1].value, "5");
+    CU_ASSERT_STRING_EQUAL(c->kafka[2].value, "true");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(c->routes[0].config, "delta")), 1e-9, 0);
+    /* a stream's own delta wins */
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(c->routes[1].config, "delta")), 1e-5, 0);
+    dp_stream_config_free(c);
+}
+
+static void test_validation(void)
+{
+    static const struct { const char *text; const char *needle; } BAD[] = {
+        {"[]", "must be a JSON object"},
+        {"{\"streams\":[", "not valid JSON"},
+        {"{}", "streams: required"},
+        {"{\"streams\":[]}", "streams: required"},
+        {"{\"stream\":[]}", "unknown top-level key \"stream\""},
+        {"{\"delta\":0,\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}", "delta"},
+        {"{\"delta\":1,\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}", "delta"},
+        {"{\"topics\":{\"updates\":\"has space\"},\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}",
+         "topics.updates"},
+        {"{\"topics\":{\"update\":\"x\"},\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}",
+         "topics: unknown key \"update\""},
+        {"{\"kafka\":{\"acks\":[1]},\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}",
+         "kafka.acks"},
+        {"{\"kafka\":[],\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}", "kafka:"},
+        {"{\"streams\":[7]}", "streams[0]: must be an object"},
+        {"{\"streams\":[{\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}", "streams[0]: give exactly one"},
+        {"{\"streams\":[{\"match\":\"s\",\"prefix\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}",
+         "streams[0]: give exactly one"},
+        {"{\"streams\":[{\"match\":\"\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]}", "streams[0].match"},
+        {"{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"windows\",\"config\":" WINDOW_CFG "}]}",
+         "unknown synthesizer \"windows\""},
+        {"{\"streams\":[{\"match\":\"s\",\"config\":" WINDOW_CFG "}]}", "streams[0].synthesizer"},
+        {"{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\"}]}", "streams[0].config"},
+        {"{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG ",\"extra\":1}]}",
+         "streams[0]: unknown key \"extra\""},
+        /* the synthesizer's own validation surfaces with the route's path */
+        {"{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":{\"horizon\":12,\"rho\":0.005}}]}",
+         "streams[0].config: "},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+         "{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":{\"horizon\":12,\"k\":3,\"rho\":0.005,\"bogus\":1}}]}",
+         "streams[1].config: "},
+        /* unreachable routes */
+        {"{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+         "{\"match\":\"s\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}",
+         "streams[1]: unreachable: streams[0]"},
+        {"{\"streams\":[{\"prefix\":\"sur\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+         "{\"prefix\":\"survey/\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}",
+         "streams[1]: unreachable: streams[0] (prefix \"sur\")"},
+        {"{\"streams\":[{\"prefix\":\"\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+         "{\"match\":\"x\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}",
+         "streams[1]: unreachable"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        dp_stream_config *c = (dp_stream_config *)1;
+        char err[1024] = "";
+        int rc = dp_stream_config_parse(&c, BAD[i].text, strlen(BAD[i].text), err, sizeof err);
+        int ok = rc == DP_EINVAL && c == NULL && strstr(err, BAD[i].needle) != NULL;
+        CU_ASSERT(ok);
+        if (!ok)
+            fprintf(stderr, "\n  case %zu: rc=%d err=\"%s\" (wanted \"%s\")", i, rc, err, BAD[i].needle);
+    }
+    /* the longer prefix first is fine: both are reachable */
+    dp_stream_config *c = load_ok("{\"streams\":[{\"prefix\":\"survey/\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+                                  "{\"prefix\":\"sur\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL(c);
+    dp_stream_config_free(c);
+}
+
+static void test_load_file(void)
+{
+    dp_stream_config *c = NULL;
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(dp_stream_config_load_file(&c, "/nonexistent/dpstream.json", err, sizeof err), DP_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/dpstream.json"));
+    char path[] = "/tmp/dpstream-test-config-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("{\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":{\"horizon\":12,\"k\":0,\"rho\":0.005}}]}", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(dp_stream_config_load_file(&c, path, err, sizeof err), DP_EINVAL);
+    /* the message names the file and the JSON path */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "streams[0].config"));
+    remove(path);
+}
+
+static const dptest_case CASES[] = {
+    {"routing: exact before prefix, first match wins", test_routing},
+    {"topic, kafka and delta defaults and overrides", test_defaults},
+    {"validation errors name the JSON path", test_validation},
+    {"loading from a file", test_load_file},
+    {NULL, NULL},
+};
+
+int main(void) { return dptest_run("stream_config", CASES); }
