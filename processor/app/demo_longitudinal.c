@@ -142,11 +142,16 @@ void dp_demo_print_intro(FILE *f, const dp_demo_params *p)
             "The noise key is a fixed DEMO KEY, public and NOT FOR PRODUCTION: anyone can\n"
             "recompute this noise. Use `dpstream keygen` for a real key.\n\n",
             p->n, p->steps, p->stay_employed, p->stay_unemployed, 100.0 * pi_u, p->k, p->k, p->counter);
-    fprintf(f, "       window k=%u: share unemployed in the last %u months          cumulative: people unemployed\n",
-            p->k, p->k);
-    fprintf(f, "       >=1 of %u months   all %u months     max error over %2u patterns    >=1 month     >=2 months    >=3 months\n",
-            p->k, p->k, 1u << p->k);
-    fprintf(f, "month  true   synth    true   synth    debiased   raw            true  synth   true  synth   true  synth\n");
+    /* Column layout shared with dp_demo_print_step. */
+    char q1[16], q2[16], q3[32];
+    snprintf(q1, sizeof q1, ">=1 of %u", p->k);
+    snprintf(q2, sizeof q2, "all %u", p->k);
+    snprintf(q3, sizeof q3, "max err, %u patterns", 1u << p->k);
+    fprintf(f, "%5s  %-60s   %s\n", "", "window: share unemployed in the last k months", "cumulative: people unemployed");
+    fprintf(f, "%5s  %-13s   %-13s   %-19s  %-7s   %-11s   %-11s   %s\n", "", q1, q2, q3, "", ">=1 month", ">=2 months",
+            ">=3 months");
+    fprintf(f, "%5s  %6s %6s   %6s %6s   %9s %9s  %-7s   %5s %5s   %5s %5s   %5s %5s\n", "month", "true", "synth", "true",
+            "synth", "debiased", "raw", "", "true", "synth", "true", "synth", "true", "synth");
 }
 
 static unsigned popcount_u64(uint64_t x)
@@ -178,17 +183,14 @@ void dp_demo_print_step(FILE *f, const dp_demo_state *d, uint64_t t)
             max_deb = fmax(max_deb, fabs(fd - ft));
             max_raw = fmax(max_raw, fabs(fr - ft));
         }
-        fprintf(f, "%5.1f%% %5.1f%%   %5.1f%% %5.1f%%    %6.2f%%   %6.2f%%%s", 100 * t1, 100 * s1, 100 * tall,
-                100 * sall, 100 * max_deb, 100 * max_raw, ws->clamped ? " clamped" : "        ");
+        fprintf(f, "%5.1f%% %5.1f%%   %5.1f%% %5.1f%%   %8.2f%% %8.2f%%  %-7s", 100 * t1, 100 * s1, 100 * tall,
+                100 * sall, 100 * max_deb, 100 * max_raw, ws->clamped ? "clamped" : "");
     } else {
-        fprintf(f, "%-59s", "(window: needs k months of history)");
+        fprintf(f, "%-60s", "(window: needs k months of history)");
     }
     const dp_cumulative_view *ct = &d->cum_true, *cs = &d->cum_syn;
-    fprintf(f, "    ");
-    for (uint64_t b = 1; b <= 3; b++) {
-        if (b <= d->p.steps && d->cum_released)
-            fprintf(f, " %5" PRIu64 " %5" PRIu64 " ", ct->at_least[b], cs->at_least[b]);
-    }
+    for (uint64_t b = 1; b <= 3 && b <= d->p.steps && d->cum_released; b++)
+        fprintf(f, "   %5" PRIu64 " %5" PRIu64, ct->at_least[b], cs->at_least[b]);
     fprintf(f, "\n");
 }
 

@@ -11,10 +11,10 @@
  *                librdkafka properties, values strings (numbers and
  *                booleans are accepted and written in canonical form)
  *     "delta":  1e-6,                                 optional, in (0, 1);
- *                the δ of the published (ε, δ) equivalents; copied into a
- *                stream's synthesizer config as "delta" unless the
- *                stream's config sets it (only for synthesizers whose
- *                config takes a "delta" key, see dp_stream_config)
+ *                the δ of the published (ε, δ) equivalents; copied into
+ *                every stream's synthesizer config as "delta" unless that
+ *                config sets its own (synthesizers take a "delta" key by
+ *                convention: every budget event states its δ)
  *     "streams": [                                    required, non-empty
  *       {"match": "panel-a",  "synthesizer": "window",     "config": {…}},
  *       {"prefix": "survey/", "synthesizer": "cumulative", "config": {…}}

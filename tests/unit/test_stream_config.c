@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* processor/app is built only into the dpstream binary, not a library:
+ * compile the module under test into this executable. */
 #include "app/stream_config.h"
 #include "core/dp_error.h"
 #include "dptest.h"

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+/* processor/app is built only into the dpstream binary, not a library:
+ * compile the module under test into this executable. */
 #include "app/update_json.h"
 #include "core/dp_error.h"
 #include "dptest.h"

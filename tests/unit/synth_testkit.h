@@ -1,0 +1,193 @@
+/* synth_testkit.h — helpers shared by the window / cumulative tests (not a
+ * test executable itself: only tests/unit/test_*.c are).
+ *
+ *   tk_sink      a dp_release_sink that serialises every callback, field by
+ *                field (doubles as bit patterns), into one byte buffer, so two
+ *                runs can be compared byte for byte; it also keeps the last
+ *                manifest's and budget event's scalars for assertions.
+ *   tk_report    build and ingest a REPORT update. */
+#ifndef SYNTH_TESTKIT_H
+#define SYNTH_TESTKIT_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/dp_error.h"
+#include "synth/synth.h"
+
+typedef struct tk_sink {
+    dp_buf   out;
+    uint64_t records, manifests, budgets;
+    /* last manifest / budget event */
+    uint64_t m_step, m_records, m_imputed;
+    int      m_clamped, m_mode;
+    double   m_debias[8];
+    char     m_debias_keys[8][24];
+    size_t   m_n_debias;
+    uint64_t b_step;
+    int      b_status;
+    char     b_mechanism[48], b_unit[48], b_neighbors[16];
+    double   b_spent_step, b_spent_total, b_budget_total, b_delta, b_eps_simple, b_eps_cks;
+    double   b_noise[8], b_acc[8];
+    char     b_noise_keys[8][24], b_acc_keys[8][24];
+    size_t   b_n_noise, b_n_acc;
+    /* optional per-record hook */
+    void   (*on_record)(void *ctx, const dp_synth_record *r);
+    void    *hook_ctx;
+} tk_sink;
+
+static inline void tk_put_str(dp_buf *b, const char *s)
+{
+    dp_buf_put_blob(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+static inline int tk_record(void *ctx, const dp_synth_record *r)
+{
+    tk_sink *s = ctx;
+    dp_buf_put_u8(&s->out, 'R');
+    dp_buf_put_u64(&s->out, r->synthetic_id);
+    dp_buf_put_u32(&s->out, (uint32_t)r->value.kind);
+    dp_buf_put_i64(&s->out, r->value.category);
+    dp_buf_put_u64(&s->out, r->value.row_len);
+    for (size_t i = 0; i < r->value.row_len; i++)
+        dp_buf_put_u32(&s->out, (uint32_t)r->value.row[i]);
+    s->records++;
+    if (s->on_record)
+        s->on_record(s->hook_ctx, r);
+    return 0;
+}
+
+static inline int tk_manifest(void *ctx, const dp_release_manifest *m)
+{
+    tk_sink *s = ctx;
+    dp_buf_put_u8(&s->out, 'M');
+    dp_buf_put_blob(&s->out, m->stream_id, m->stream_id_len);
+    dp_buf_put_u64(&s->out, m->step);
+    tk_put_str(&s->out, m->synthesizer);
+    dp_buf_put_u32(&s->out, (uint32_t)m->mode);
+    dp_buf_put_u64(&s->out, m->record_count);
+    dp_buf_put_u32(&s->out, (uint32_t)m->clamped);
+    dp_buf_put_u64(&s->out, m->imputed_count);
+    s->m_n_debias = m->n_debias < 8 ? m->n_debias : 8;
+    for (size_t i = 0; i < m->n_debias; i++) {
+        tk_put_str(&s->out, m->debias[i].key);
+        dp_buf_put_f64(&s->out, m->debias[i].value);
+        if (i < 8) {
+            s->m_debias[i] = m->debias[i].value;
+            snprintf(s->m_debias_keys[i], 24, "%s", m->debias[i].key);
+        }
+    }
+    s->manifests++;
+    s->m_step = m->step;
+    s->m_records = m->record_count;
+    s->m_imputed = m->imputed_count;
+    s->m_clamped = m->clamped;
+    s->m_mode = (int)m->mode;
+    return 0;
+}
+
+static inline void tk_put_kvs(tk_sink *s, const dp_kv *kv, size_t n, double *vals, char (*keys)[24], size_t *nout)
+{
+    dp_buf_put_u64(&s->out, n);
+    *nout = n < 8 ? n : 8;
+    for (size_t i = 0; i < n; i++) {
+        tk_put_str(&s->out, kv[i].key);
+        dp_buf_put_f64(&s->out, kv[i].value);
+        if (i < 8) {
+            vals[i] = kv[i].value;
+            snprintf(keys[i], 24, "%s", kv[i].key);
+        }
+    }
+}
+
+static inline int tk_budget(void *ctx, const dp_budget_event *e)
+{
+    tk_sink *s = ctx;
+    dp_buf_put_u8(&s->out, 'B');
+    dp_buf_put_blob(&s->out, e->stream_id, e->stream_id_len);
+    dp_buf_put_u64(&s->out, e->step);
+    dp_buf_put_u32(&s->out, (uint32_t)e->status);
+    tk_put_str(&s->out, e->mechanism);
+    tk_put_str(&s->out, e->unit);
+    tk_put_str(&s->out, e->neighbors);
+    dp_buf_put_u32(&s->out, (uint32_t)e->model);
+    dp_buf_put_f64(&s->out, e->spent_step);
+    dp_buf_put_f64(&s->out, e->spent_total);
+    dp_buf_put_f64(&s->out, e->budget_total);
+    dp_buf_put_f64(&s->out, e->delta);
+    dp_buf_put_f64(&s->out, e->eps_simple);
+    dp_buf_put_f64(&s->out, e->eps_cks);
+    tk_put_kvs(s, e->noise, e->n_noise, s->b_noise, s->b_noise_keys, &s->b_n_noise);
+    tk_put_kvs(s, e->accuracy, e->n_accuracy, s->b_acc, s->b_acc_keys, &s->b_n_acc);
+    s->budgets++;
+    s->b_step = e->step;
+    s->b_status = (int)e->status;
+    snprintf(s->b_mechanism, sizeof s->b_mechanism, "%s", e->mechanism ? e->mechanism : "");
+    snprintf(s->b_unit, sizeof s->b_unit, "%s", e->unit ? e->unit : "");
+    snprintf(s->b_neighbors, sizeof s->b_neighbors, "%s", e->neighbors ? e->neighbors : "");
+    s->b_spent_step = e->spent_step;
+    s->b_spent_total = e->spent_total;
+    s->b_budget_total = e->budget_total;
+    s->b_delta = e->delta;
+    s->b_eps_simple = e->eps_simple;
+    s->b_eps_cks = e->eps_cks;
+    return 0;
+}
+
+static inline void tk_sink_init(tk_sink *s)
+{
+    memset(s, 0, sizeof *s);
+    dp_buf_init(&s->out);
+}
+
+static inline void tk_sink_free(tk_sink *s) { dp_buf_free(&s->out); }
+
+static inline dp_release_sink tk_sink_of(tk_sink *s)
+{
+    dp_release_sink k = {s, tk_record, tk_manifest, tk_budget};
+    return k;
+}
+
+/* Value of a named kv captured from the last event (NAN if absent). */
+static inline double tk_kv(const double *vals, char (*keys)[24], size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(keys[i], key) == 0)
+            return vals[i];
+    return NAN;
+}
+
+static inline int tk_report(dp_synth *s, uint64_t step, const char *id, int64_t value, dp_reject_reason *why)
+{
+    dp_update u;
+    memset(&u, 0, sizeof u);
+    u.stream_id = "s";
+    u.stream_id_len = 1;
+    u.step = step;
+    u.kind = DP_UPDATE_REPORT;
+    u.entity_id = id;
+    u.entity_id_len = strlen(id);
+    u.payload.kind = DP_PAYLOAD_CATEGORY;
+    u.payload.category = value;
+    return dp_synth_ingest(s, &u, why);
+}
+
+static inline dp_update tk_update(uint64_t step, const char *id, size_t id_len, int64_t value)
+{
+    dp_update u;
+    memset(&u, 0, sizeof u);
+    u.stream_id = "s";
+    u.stream_id_len = 1;
+    u.step = step;
+    u.kind = DP_UPDATE_REPORT;
+    u.entity_id = id;
+    u.entity_id_len = id_len;
+    u.payload.kind = DP_PAYLOAD_CATEGORY;
+    u.payload.category = value;
+    return u;
+}
+
+#endif
