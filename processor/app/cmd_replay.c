@@ -50,7 +50,7 @@
 #include <sys/types.h>
 
 #include "app/cli.h"
-#include "app/stream_config.h"
+#include "stream/stream_config.h"
 #include "app/update_json.h"
 #include "core/dp_error.h"
 #include "synth/synth.h"

@@ -17,6 +17,9 @@ static const command COMMANDS[] = {
     {"counter", cmd_counter, "run a private continual counter over integers on stdin"},
     {"replay",  cmd_replay,  "run the configured synthesizers over update JSON lines, without Kafka"},
     {"gen-panel", cmd_gen_panel, "write a deterministic Markov panel as update JSON lines"},
+    {"run",     cmd_run,     "run the Kafka processor (consumer group, one transaction per closed step)"},
+    {"produce", cmd_produce, "produce update JSON lines to the updates topic as Avro, keyed by stream id"},
+    {"export",  cmd_export,  "read the committed output topics and write them as JSON lines"},
 };
 
 static void usage(FILE *f)

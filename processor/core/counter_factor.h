@@ -75,6 +75,11 @@ static inline dp_i128 dp_fac_floor_shift(dp_i128 v, unsigned shift)
     return q;
 }
 
+/* sqrt(T) internals for its tests (counter_sqrt.c): c_k = C(2k,k)/4^k for
+ * k < n, and the lattice exponent g (r̂_k = round(2^g c_k)) of a counter. */
+void     dp_sqrt_coeffs(double *c, uint64_t n);
+unsigned dp_sqrt_lattice_bits(const dp_counter *c);
+
 void    dp_fac_put_i128(dp_buf *b, dp_i128 v);
 dp_i128 dp_fac_get_i128(dp_reader *r);
 

@@ -71,7 +71,7 @@ typedef struct sqrt_state {
 } sqrt_state;
 
 /* c_k = C(2k,k)/4^k for k < n. */
-static void sqrt_coeffs(double *c, uint64_t n)
+void dp_sqrt_coeffs(double *c, uint64_t n)
 {
     if (n)
         c[0] = 1.0;
@@ -114,7 +114,7 @@ static int sqrt_init(dp_counter *c, char *errstr, size_t errstr_size)
         sqrt_fini(c);
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     }
-    sqrt_coeffs(cc, T);
+    dp_sqrt_coeffs(cc, T);
     double ent = (double)c->cfg.neighbor_entries, delta = (double)c->cfg.max_abs_change;
     double sum1 = 0, sum2 = 0;
     for (uint64_t k = 0; k < T; k++) {
@@ -256,6 +256,11 @@ static int sqrt_load(dp_counter *c, dp_reader *r)
         s->x[i] = dp_reader_i64(r);
     }
     return dp_reader_status(r);
+}
+
+unsigned dp_sqrt_lattice_bits(const dp_counter *c)
+{
+    return c->cfg.kind == DP_COUNTER_SQRT ? ((const sqrt_state *)c->impl)->g : 0;
 }
 
 const dp_counter_ops dp_counter_ops_sqrt = {

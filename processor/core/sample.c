@@ -99,9 +99,18 @@ static inline int bern_exp_le1_64(dp_drbg *g, uint64_t num, uint64_t den)
     if (num == 0 || !bern64(g, num, den))
         return 1;                       /* loop ended at K = 1 */
     uint64_t k = 2;
-    while (bern_inv(g, k) && bern64(g, num, den))
+    for (;;) {
+        int a;
+        /* When K·den fits 32 bits, Bernoulli(γ/K) = [uniform(K·den) < num]
+         * is one coin instead of two (same probability num/(K·den)). */
+        if (den <= (((uint64_t)1 << 32) / k))
+            a = dp_drbg_uniform32(g, k * den) < num;
+        else
+            a = bern_inv(g, k) && bern64(g, num, den);
+        if (!a)
+            return (int)(k & 1);
         k++;
-    return (int)(k & 1);
+    }
 }
 
 static int bern_exp_le1_128(dp_drbg *g, u128 num, u128 den)
@@ -187,8 +196,9 @@ int dp_dlap_prepare(dp_dlap *p, dp_rational scale, char *errstr, size_t errstr_s
  *   V <- number of successes of BernExp(1) before the first failure
  *   X <- U + t·V is geometric with parameter 1 - e^{-1/t}
  *   Y <- floor(X / s); sign B; reject (B=1, Y=0) to avoid double-counting 0.
- * |Y| > 2^62 is rejected too (deterministic truncation, see the header). */
-int64_t dp_dlap_sample(const dp_dlap *p, dp_drbg *g)
+ * |Y| > 2^62 is rejected too (deterministic truncation, see the header).
+ * Inlined into the discrete Gaussian's proposal loop. */
+static inline __attribute__((always_inline)) int64_t dlap_draw(const dp_dlap *p, dp_drbg *g)
 {
     const uint64_t t = p->t, s = p->s;
     for (;;) {
@@ -218,6 +228,11 @@ int64_t dp_dlap_sample(const dp_dlap *p, dp_drbg *g)
             continue;
         return b ? -(int64_t)y : (int64_t)y;
     }
+}
+
+int64_t dp_dlap_sample(const dp_dlap *p, dp_drbg *g)
+{
+    return dlap_draw(p, g);
 }
 
 /* --- discrete Gaussian ---------------------------------------------------- */
@@ -283,7 +298,7 @@ int64_t dp_dgauss_sample(const dp_dgauss *p, dp_drbg *g)
     const u128 den = p->den;
     const int den64 = (den >> 64) == 0;
     for (;;) {
-        int64_t y = dp_dlap_sample(&p->proposal, g);
+        int64_t y = dlap_draw(&p->proposal, g);
         uint64_t ay = y < 0 ? (uint64_t)(-(y + 1)) + 1 : (uint64_t)y;
         if (DP_UNLIKELY(ay > ymax))
             continue;                   /* truncation, see the header */

@@ -17,7 +17,8 @@
  * data-independent imputation (carry_forward: repeat its last value;
  * fixed: a configured value) so that each closes the step with exactly one
  * value.  Memory per individual: ceil(log2 c^hist_len) + aux_bits + 1 bits
- * of state, its id bytes, an 8-byte id offset and ~8 bytes of hash table. */
+ * of state, its id bytes, an 8-byte id offset and 4-8 bytes of hash table
+ * (32-bit entries, load factor in (1/4, 1/2]). */
 #ifndef DP_LONGITUDINAL_H
 #define DP_LONGITUDINAL_H
 
@@ -38,7 +39,9 @@ typedef struct dp_lingest {
     uint32_t categories;      /* c */
     uint32_t hist_len;        /* values kept per individual */
     uint64_t hist_mod;        /* c^hist_len */
+    uint32_t hist_top;        /* c^(hist_len-1): weight of the oldest digit */
     unsigned hist_bits;       /* bits to hold 0..hist_mod-1 */
+    uint64_t hist_mask;       /* 2^hist_bits - 1 */
     unsigned aux_bits;
     dp_impute_policy impute;
     uint32_t impute_value;
@@ -52,8 +55,10 @@ typedef struct dp_lingest {
     size_t    id_len, id_cap;
     uint64_t *id_off;         /* n + 1 offsets into id_bytes */
     size_t    off_cap;
-    uint32_t *table;          /* open addressing: index + 1, 0 = empty */
+    uint32_t *table;          /* open addressing, 0 = empty; else tag << idx_bits | (index + 1) */
     size_t    table_cap;      /* power of two */
+    unsigned  idx_bits;       /* min(32, log2 table_cap): the index + 1 field of an entry */
+    uint32_t  idx_mask;       /* 2^idx_bits - 1 */
 } dp_lingest;
 
 /* Validates ranges (c >= 2, hist_len >= 1, c^hist_len <= 2^32,
@@ -77,7 +82,7 @@ int  dp_lingest_roster_complete(const dp_lingest *li);
 
 static inline uint64_t dp_lingest_hist(const dp_lingest *li, size_t i)
 {
-    return dp_packed_get(&li->state, i) & dp_packed_mask_(li->hist_bits);
+    return dp_packed_get(&li->state, i) & li->hist_mask;
 }
 static inline uint64_t dp_lingest_aux(const dp_lingest *li, size_t i)
 {

@@ -4,19 +4,11 @@
 
 #include "core/dp_error.h"
 
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define LINGEST_MAGIC 0x474e494cu   /* "LING" */
-
-/* SipHash-2-4 under a fixed public key.  The key only spreads ids over the
- * table; no output depends on it (the table is never iterated and is
- * rebuilt on restore).  Being public, it does not stop a producer who
- * crafts colliding ids from slowing lookups down — the roster is fixed
- * at step 1 by the stream's own producers, which bounds that exposure. */
-static const unsigned char LINGEST_HASH_KEY[crypto_shorthash_KEYBYTES] = {
-    'd', 'p', 's', 't', 'r', 'e', 'a', 'm', '.', 'r', 'o', 's', 't', 'e', 'r', '1'};
 
 unsigned dp_bits_for(uint64_t m)
 {
@@ -26,14 +18,67 @@ unsigned dp_bits_for(uint64_t m)
     return b ? b : 1;
 }
 
-static uint64_t id_hash(const void *id, size_t len)
+/* --- id hashing -----------------------------------------------------------------
+ *
+ * The id → index table is an ingest-speed device only: it is never
+ * iterated for output, is rebuilt from the roster on restore, and every hit
+ * is confirmed by comparing the id bytes.  So its hash needs spread, not
+ * secrecy, and it runs once per update (the hot path: one lookup per
+ * report).  A multiply/xor-shift hash over 8-byte words with a splitmix64
+ * finaliser costs a few ns for typical ids, against ~25 ns for SipHash.
+ *
+ * The seed is fixed and public.  A keyed PRF would not help here either:
+ * the former SipHash key was public too, so a producer who crafts colliding
+ * ids could already lengthen probe sequences.  That exposure is bounded
+ * because the roster is fixed at step 1 by the stream's own producers
+ * (later unknown ids are rejected after one failed probe sequence), and it
+ * costs time only — never a wrong answer or a different output. */
+#define LINGEST_HASH_SEED 0x6470737472656d31u   /* "dpstrem1", public */
+#define LINGEST_HASH_K1   0x9e3779b97f4a7c15u
+#define LINGEST_HASH_K2   0xc2b2ae3d27d4eb4fu
+
+static inline uint64_t load_u64(const uint8_t *p)
 {
-    unsigned char h[crypto_shorthash_BYTES];
-    crypto_shorthash(h, id, len, LINGEST_HASH_KEY);
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | h[i];
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
     return v;
+}
+
+static inline uint64_t load_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* splitmix64's finaliser: a bijection in which every input bit reaches
+ * every output bit, so both the low (slot) and high (tag) bits spread. */
+static inline uint64_t hash_fmix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9u;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t id_hash(const void *id, size_t len)
+{
+    const uint8_t *p = id;
+    uint64_t h = LINGEST_HASH_SEED ^ ((uint64_t)len * LINGEST_HASH_K1);
+    if (len > 8) {
+        const uint8_t *last = p + len - 8;
+        for (; p < last; p += 8) {
+            h = (h ^ load_u64(p)) * LINGEST_HASH_K2;
+            h ^= h >> 29;
+        }
+        h = (h ^ load_u64(last)) * LINGEST_HASH_K2;   /* may overlap the previous word */
+    } else if (len >= 4) {
+        h ^= load_u32(p) << 32 | load_u32(p + len - 4);
+    } else if (len > 0) {
+        h ^= (uint64_t)p[0] << 16 | (uint64_t)p[len >> 1] << 8 | p[len - 1];
+    }
+    return hash_fmix(h);
 }
 
 int dp_lingest_init(dp_lingest *li, uint64_t horizon, uint32_t categories, uint32_t hist_len,
@@ -64,7 +109,9 @@ int dp_lingest_init(dp_lingest *li, uint64_t horizon, uint32_t categories, uint3
     li->categories = categories;
     li->hist_len = hist_len;
     li->hist_mod = mod;
+    li->hist_top = (uint32_t)(mod / categories);
     li->hist_bits = hb;
+    li->hist_mask = dp_packed_mask_(hb);
     li->aux_bits = aux_bits;
     li->impute = impute;
     li->impute_value = impute_value;
@@ -88,46 +135,125 @@ void dp_lingest_free(dp_lingest *li)
     memset(li, 0, sizeof *li);
 }
 
-/* Slot of `id` in the table, or of the empty slot where it would go. */
-static size_t table_find(const dp_lingest *li, const void *id, size_t len, int *found)
+/* --- id → index table ------------------------------------------------------------
+ *
+ * Linear probing over 32-bit entries: the low idx_bits hold index + 1
+ * (0 = empty) and the bits above hold a tag, the top bits of the id's hash.
+ * A probe that meets another id's entry is then almost always dismissed by
+ * the tag alone, without touching that id's offset and bytes (two more
+ * random memory accesses).  idx_bits = min(32, log2 cap) always fits
+ * index + 1 because the load factor stays <= 1/2; at 10^6 ids the tag has
+ * 11 bits.  The slot comes from the hash's low bits, the tag from its top
+ * bits, so they are independent. */
+
+static inline uint64_t entry_tag(const dp_lingest *li, uint64_t h)
+{
+    return (h >> 32) >> li->idx_bits;
+}
+
+static inline size_t entry_index(const dp_lingest *li, uint32_t e)
+{
+    return (size_t)(e & li->idx_mask) - 1;
+}
+
+/* a[0..len) == b[0..len), inline: ids are short, and a library memcmp
+ * call costs more than the comparison.  Same overlapping-word trick as
+ * id_hash. */
+static inline int id_equal(const uint8_t *a, const uint8_t *b, size_t len)
+{
+    if (len >= 8) {
+        for (size_t o = 0; o + 8 < len; o += 8)
+            if (load_u64(a + o) != load_u64(b + o))
+                return 0;
+        return load_u64(a + len - 8) == load_u64(b + len - 8);
+    }
+    if (len >= 4)
+        return load_u32(a) == load_u32(b) && load_u32(a + len - 4) == load_u32(b + len - 4);
+    for (size_t o = 0; o < len; o++)
+        if (a[o] != b[o])
+            return 0;
+    return 1;
+}
+
+/* Slot of the id with hash h in the table, or of the empty slot where it
+ * would go.  table_cap must be > 0. */
+static inline size_t table_find(const dp_lingest *li, const void *id, size_t len, uint64_t h,
+                                int *found)
 {
     size_t mask = li->table_cap - 1;
-    size_t s = (size_t)id_hash(id, len) & mask;
+    size_t s = (size_t)h & mask;
+    uint64_t tag = entry_tag(li, h);
     for (;;) {
         uint32_t e = li->table[s];
         if (e == 0) {
             *found = 0;
             return s;
         }
-        size_t i = e - 1;
-        size_t l = (size_t)(li->id_off[i + 1] - li->id_off[i]);
-        if (l == len && (len == 0 || memcmp(li->id_bytes + li->id_off[i], id, len) == 0)) {
-            *found = 1;
-            return s;
+        if (((uint64_t)e >> li->idx_bits) == tag) {
+            size_t i = entry_index(li, e);
+            size_t l = (size_t)(li->id_off[i + 1] - li->id_off[i]);
+            if (l == len && id_equal(li->id_bytes + li->id_off[i], id, len)) {
+                *found = 1;
+                return s;
+            }
         }
         s = (s + 1) & mask;
     }
 }
 
+static inline uint32_t table_entry(const dp_lingest *li, uint64_t h, size_t index)
+{
+    return (uint32_t)(entry_tag(li, h) << li->idx_bits | (uint64_t)(index + 1));
+}
+
+/* A zeroed table of cap entries.  Lookups hit it at random, so on Linux ask
+ * for transparent huge pages where the table spans several: a TLB miss per
+ * lookup otherwise adds a page walk to the cache miss.  Only a hint; the
+ * table's contents and every output are the same either way. */
+static uint32_t *table_alloc(size_t cap)
+{
+    size_t bytes = cap * sizeof(uint32_t);
+#if defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        void *p = NULL;
+        if (posix_memalign(&p, huge, bytes) != 0)
+            return NULL;
+        (void)madvise(p, bytes, MADV_HUGEPAGE);   /* advisory: failure only costs speed */
+        memset(p, 0, bytes);
+        return p;
+    }
+#endif
+    return calloc(cap, sizeof(uint32_t));
+}
+
 static int table_rebuild(dp_lingest *li, size_t cap)
 {
-    uint32_t *t = calloc(cap, sizeof *t);
+    uint32_t *t = table_alloc(cap);
     if (!t)
         return DP_ENOMEM;
     free(li->table);
     li->table = t;
     li->table_cap = cap;
+    li->idx_bits = 0;
+    while (li->idx_bits < 32 && ((size_t)1 << li->idx_bits) < cap)
+        li->idx_bits++;
+    li->idx_mask = (uint32_t)dp_packed_mask_(li->idx_bits);
     for (size_t i = 0; i < li->n; i++) {
+        const uint8_t *id = li->id_bytes + li->id_off[i];
+        size_t len = (size_t)(li->id_off[i + 1] - li->id_off[i]);
+        uint64_t h = id_hash(id, len);
         int found;
-        size_t s = table_find(li, li->id_bytes + li->id_off[i],
-                              (size_t)(li->id_off[i + 1] - li->id_off[i]), &found);
-        li->table[s] = (uint32_t)(i + 1);
+        size_t s = table_find(li, id, len, h, &found);
+        li->table[s] = table_entry(li, h, i);
     }
     return DP_OK;
 }
 
-/* Append an id to the roster (index li->n).  Keeps the load factor <= 1/2. */
-static int roster_append(dp_lingest *li, const void *id, size_t len)
+/* Append an id (hash h; `slot` from a failed table_find, unused while the
+ * table is empty) to the roster as index li->n.  Keeps the load factor
+ * <= 1/2. */
+static int roster_append(dp_lingest *li, const void *id, size_t len, uint64_t h, size_t slot)
 {
     if (li->n >= UINT32_MAX - 1)
         return DP_ERANGE;
@@ -169,20 +295,23 @@ static int roster_append(dp_lingest *li, const void *id, size_t len)
             return rc;
         }
     } else {
-        int found;
-        size_t s = table_find(li, id, len, &found);
-        li->table[s] = (uint32_t)li->n;
+        /* The table is unchanged since the lookup that chose `slot`. */
+        li->table[slot] = table_entry(li, h, li->n - 1);
     }
     return DP_OK;
 }
 
-static void record_value(dp_lingest *li, size_t i, uint64_t v)
+/* Shift v into individual i's history: hist·c + v mod c^hist_len.  The
+ * top digit is hist / c^(hist_len−1) and hist < c^hist_len <= 2^32, so a
+ * 32-bit division suffices (several times cheaper than the 64-bit modulo
+ * it replaces; the result is the same number). */
+static inline void record_value(dp_lingest *li, size_t i, uint64_t v)
 {
     uint64_t word = dp_packed_get(&li->state, i);
-    uint64_t hist = word & dp_packed_mask_(li->hist_bits);
-    uint64_t aux = word >> li->hist_bits;
-    hist = (hist * li->categories + v) % li->hist_mod;
-    dp_packed_set(&li->state, i, hist | (li->aux_bits ? aux << li->hist_bits : 0));
+    uint64_t hist = word & li->hist_mask;
+    uint64_t top = (uint32_t)hist / li->hist_top;
+    hist = (hist - top * li->hist_top) * li->categories + v;
+    dp_packed_set(&li->state, i, (word & ~li->hist_mask) | hist);   /* aux bits kept */
 }
 
 int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reason)
@@ -212,18 +341,19 @@ int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reaso
         *reason = DP_REJECT_OUT_OF_DOMAIN;
         return DP_OK;
     }
+    uint64_t h = id_hash(u->entity_id, u->entity_id_len);
     int found = 0;
     size_t slot = 0, idx;
     if (li->table_cap)
-        slot = table_find(li, u->entity_id, u->entity_id_len, &found);
+        slot = table_find(li, u->entity_id, u->entity_id_len, h, &found);
     if (found) {
-        idx = li->table[slot] - 1;
-        if (dp_packed_get(&li->reported, idx)) {
+        idx = entry_index(li, li->table[slot]);
+        if (dp_packed_get_bit(&li->reported, idx)) {
             *reason = DP_REJECT_DUPLICATE_REPORT;
             return DP_OK;
         }
     } else if (li->open_step == 1) {
-        int rc = roster_append(li, u->entity_id, u->entity_id_len);
+        int rc = roster_append(li, u->entity_id, u->entity_id_len, h, slot);
         if (rc == DP_ERANGE) {
             /* Roster index space full: the individual cannot be tracked. */
             *reason = DP_REJECT_UNKNOWN_ENTITY;
@@ -237,7 +367,7 @@ int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reaso
         return DP_OK;
     }
     record_value(li, idx, (uint64_t)u->payload.category);
-    dp_packed_set(&li->reported, idx, 1);
+    dp_packed_set_bit(&li->reported, idx, 1);
     li->n_reported++;
     return DP_OK;
 }
@@ -246,8 +376,8 @@ uint64_t dp_lingest_impute_missing(dp_lingest *li)
 {
     uint64_t imputed = 0;
     for (size_t i = 0; i < li->n; i++) {
-        if (dp_packed_get(&li->reported, i)) {
-            dp_packed_set(&li->reported, i, 0);
+        if (dp_packed_get_bit(&li->reported, i)) {
+            dp_packed_set_bit(&li->reported, i, 0);
             continue;
         }
         uint64_t v = li->impute == DP_IMPUTE_FIXED ? li->impute_value

@@ -10,6 +10,7 @@ void dp_packed_init(dp_packed *p, unsigned width)
 {
     memset(p, 0, sizeof *p);
     p->width = width;
+    p->mask = dp_packed_mask_(width);
 }
 
 void dp_packed_free(dp_packed *p)

@@ -16,6 +16,7 @@ typedef struct dp_packed {
     size_t    n;        /* fields in use */
     size_t    cap;      /* fields allocated */
     unsigned  width;    /* bits per field, 1..64 */
+    uint64_t  mask;     /* dp_packed_mask_(width), precomputed for the accessors */
 } dp_packed;
 
 void dp_packed_init(dp_packed *p, unsigned width);
@@ -30,32 +31,43 @@ static inline uint64_t dp_packed_mask_(unsigned w)
     return w >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
 }
 
+/* The accessors are on the per-update path of the longitudinal
+ * synthesizers, so they are branch-free: a field that does not spill into
+ * the next word reads (and rewrites unchanged) that word anyway.  It always
+ * exists: the allocation keeps one word past the last field (packed.c).
+ * (x >> 1) >> (63 − off) is x >> (64 − off) for off >= 1 and 0 for off = 0,
+ * without the undefined shift by 64. */
 static inline uint64_t dp_packed_get(const dp_packed *p, size_t i)
 {
-    unsigned w = p->width;
-    uint64_t bit = (uint64_t)i * w;
+    uint64_t bit = (uint64_t)i * p->width;
     size_t word = (size_t)(bit >> 6);
     unsigned off = (unsigned)(bit & 63);
-    uint64_t v = p->words[word] >> off;
-    if (off + w > 64)
-        v |= p->words[word + 1] << (64 - off);
-    return v & dp_packed_mask_(w);
+    uint64_t v = p->words[word] >> off | (p->words[word + 1] << 1) << (63 - off);
+    return v & p->mask;
 }
 
 static inline void dp_packed_set(dp_packed *p, size_t i, uint64_t v)
 {
-    unsigned w = p->width;
-    uint64_t m = dp_packed_mask_(w);
+    uint64_t m = p->mask;
     v &= m;
-    uint64_t bit = (uint64_t)i * w;
+    uint64_t bit = (uint64_t)i * p->width;
     size_t word = (size_t)(bit >> 6);
     unsigned off = (unsigned)(bit & 63);
     p->words[word] = (p->words[word] & ~(m << off)) | (v << off);
-    if (off + w > 64) {
-        unsigned hi = off + w - 64;   /* bits spilling into the next word */
-        uint64_t mh = dp_packed_mask_(hi);
-        p->words[word + 1] = (p->words[word + 1] & ~mh) | (v >> (64 - off));
-    }
+    uint64_t mh = (m >> 1) >> (63 - off), vh = (v >> 1) >> (63 - off);   /* spilled bits */
+    p->words[word + 1] = (p->words[word + 1] & ~mh) | vh;
+}
+
+/* Width-1 fields (flags; p->width must be 1): a bit in one word. */
+static inline uint64_t dp_packed_get_bit(const dp_packed *p, size_t i)
+{
+    return (p->words[i >> 6] >> (i & 63)) & 1;
+}
+
+static inline void dp_packed_set_bit(dp_packed *p, size_t i, uint64_t v)
+{
+    uint64_t m = (uint64_t)1 << (i & 63);
+    p->words[i >> 6] = (p->words[i >> 6] & ~m) | ((v & 1) ? m : 0);
 }
 
 /* n, width, then the used words (little endian). */

@@ -61,6 +61,10 @@ struct dp_synth {
     dp_release_half   *rel;
     uint64_t            open_step;
     dp_stats            stats;
+    /* ops->release_exhausted(rel), cached for the per-update path: the
+     * release half is private to the bundle and changes only in
+     * release_step / release_load, after which the cache is refreshed. */
+    int                 exhausted;
 };
 
 int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
@@ -85,6 +89,7 @@ int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
         dp_synth_destroy(s);
         return rc;
     }
+    s->exhausted = ops->release_exhausted(s->rel);
     *out = s;
     return DP_OK;
 }
@@ -106,7 +111,7 @@ const char *dp_synth_name(const dp_synth *s) { return s->ops->name; }
 int dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason)
 {
     /* A stopped stream takes nothing, whatever the update (fail closed). */
-    if (s->ops->release_exhausted(s->rel)) {
+    if (s->exhausted) {
         *reason = DP_REJECT_EXHAUSTED;
         return DP_OK;
     }
@@ -136,6 +141,7 @@ int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, 
         return dp_err(errstr, errstr_size, rc, "%s: computing step %llu statistics: %s", s->ops->name,
                       (unsigned long long)s->open_step, dp_status_str(rc));
     rc = s->ops->release_step(s->rel, s->open_step, &s->stats, sink, errstr, errstr_size);
+    s->exhausted = s->ops->release_exhausted(s->rel);   /* also after a failed release */
     if (rc != DP_OK)
         return rc;
     s->open_step++;
@@ -183,6 +189,7 @@ int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
         rc = s->ops->release_load(s->rel, &r);
     if (rc == DP_OK)
         rc = dp_reader_finish(&r);
+    s->exhausted = s->ops->release_exhausted(s->rel);
     if (rc != DP_OK) {
         dp_synth_destroy(s);
         return dp_err(errstr, errstr_size, rc == DP_ENOMEM ? DP_ENOMEM : DP_ECORRUPT,

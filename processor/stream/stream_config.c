@@ -1,6 +1,6 @@
 /* stream_config.c — load and validate the processor configuration; route
  * stream ids to synthesizers (first match wins).  See stream_config.h. */
-#include "app/stream_config.h"
+#include "stream/stream_config.h"
 
 #include <inttypes.h>
 #include <math.h>

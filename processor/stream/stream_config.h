@@ -35,8 +35,8 @@
  * plans — checked by building the synthesizer once with a throw-away
  * key) are errors naming the JSON path, e.g.
  * "streams[1].config: window: k must be in 1..16". */
-#ifndef DP_APP_STREAM_CONFIG_H
-#define DP_APP_STREAM_CONFIG_H
+#ifndef DP_STREAM_STREAM_CONFIG_H
+#define DP_STREAM_STREAM_CONFIG_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,0 +1,153 @@
+/* cmd_run.c — `dpstream run`: the Kafka processor (processor/stream/processor.h).
+ *
+ *   dpstream run --config CONFIG.json (--key-file F | --key-hex H)
+ *                [--state-key-file F] [--instance-id ID] [--chunk-records N]
+ *                [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]
+ *                [--log-level error|warn|info|debug]
+ *
+ * Environment: DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers of the
+ * config; DPSTREAM_INSTANCE_ID is the default of --instance-id.  The
+ * instance id must be stable across restarts of one instance and distinct
+ * between instances: the transactional.id is derived from it, so a
+ * restarted instance fences its zombie predecessor.
+ *
+ * SIGTERM / SIGINT shut down cleanly (the open transaction is committed or
+ * aborted, the group is left) and exit 0.  Exit 1 on a runtime failure, 2
+ * on a usage or configuration error. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/cli.h"
+#include "core/dp_error.h"
+#include "stream/log.h"
+#include "stream/processor.h"
+#include "stream/stream_config.h"
+
+static volatile sig_atomic_t run_stop = 0;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    run_stop = 1;
+}
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpstream run --config CONFIG.json (--key-file F | --key-hex H)\n"
+            "                    [--state-key-file F] [--instance-id ID] [--chunk-records N]\n"
+            "                    [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]\n"
+            "                    [--log-level error|warn|info|debug]\n"
+            "\n"
+            "Consumes the config's updates topic in a consumer group and, for every\n"
+            "closed step of every stream, commits one Kafka transaction with the\n"
+            "release, the budget event, the stream's snapshot and the input offsets.\n"
+            "  --key-file/--key-hex  the secret noise key (32 bytes)\n"
+            "  --state-key-file F    encrypt snapshots with this 32-byte key (libsodium AEAD)\n"
+            "  --instance-id ID      stable per instance (default $DPSTREAM_INSTANCE_ID or \"0\")\n"
+            "  --chunk-records N     synthetic records per Kafka message (default 1000)\n"
+            "  --idle-timeout-ms MS  append a CLOSE_STEP marker for a stream silent this long\n"
+            "                        with unreleased data (default 60000; 0 disables)\n"
+            "  --progress-ms MS      info-level progress line period (default 10000)\n"
+            "  --dlq-commit-ms MS    commit pending dead letters at least this often (default 1000)\n"
+            "DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers.  SIGTERM/SIGINT stop cleanly.\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *cmd = "run";
+    const char *config_path = NULL, *key_file = NULL, *key_hex = NULL, *state_key_file = NULL;
+    const char *instance_id = getenv("DPSTREAM_INSTANCE_ID");
+    const char *log_level = "info";
+    uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            run_usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            run_usage(stderr);
+            return cli_fail(cmd, "option %s needs a value (or is unknown)", a);
+        }
+        const char *v = argv[++i];
+        uint64_t *num = NULL;
+        if (strcmp(a, "--config") == 0) config_path = v;
+        else if (strcmp(a, "--key-file") == 0) key_file = v;
+        else if (strcmp(a, "--key-hex") == 0) key_hex = v;
+        else if (strcmp(a, "--state-key-file") == 0) state_key_file = v;
+        else if (strcmp(a, "--instance-id") == 0) instance_id = v;
+        else if (strcmp(a, "--log-level") == 0) log_level = v;
+        else if (strcmp(a, "--chunk-records") == 0) num = &chunk;
+        else if (strcmp(a, "--idle-timeout-ms") == 0) num = &idle;
+        else if (strcmp(a, "--progress-ms") == 0) num = &progress;
+        else if (strcmp(a, "--dlq-commit-ms") == 0) num = &dlq_ms;
+        else {
+            run_usage(stderr);
+            return cli_fail(cmd, "unknown option '%s'", a);
+        }
+        if (num && (cli_parse_u64(v, num) != 0 || *num > (1ull << 40)))
+            return cli_fail(cmd, "%s: not a non-negative integer: '%s'", a, v);
+    }
+    if (!config_path) {
+        run_usage(stderr);
+        return cli_fail(cmd, "--config is required");
+    }
+    if (chunk == 0 || chunk > (1u << 24))
+        return cli_fail(cmd, "--chunk-records must be in 1..16777216");
+    dp_log_level lvl;
+    if (dp_log_level_parse(log_level, &lvl) != 0)
+        return cli_fail(cmd, "--log-level must be error, warn, info or debug");
+    dp_log_set_level(lvl);
+    if (!instance_id || !*instance_id)
+        instance_id = "0";
+
+    dp_key key, state_key;
+    if (cli_load_key(cmd, key_file, key_hex, &key) != 0)
+        return 2;
+    char err[1400];
+    if (state_key_file && dp_key_load_file(&state_key, state_key_file, err, sizeof err) != DP_OK) {
+        dp_key_wipe(&key);
+        return cli_fail(cmd, "state key: %s", err);
+    }
+    dp_stream_config *cfg = NULL;
+    if (dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK) {
+        dp_key_wipe(&key);
+        if (state_key_file)
+            dp_key_wipe(&state_key);
+        return cli_fail(cmd, "%s", err);
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    const char *bs = getenv("DPSTREAM_BOOTSTRAP_SERVERS");
+    dp_processor_options o = {.config = cfg,
+                              .noise_key = &key,
+                              .state_key = state_key_file ? &state_key : NULL,
+                              .instance_id = instance_id,
+                              .bootstrap_override = bs && *bs ? bs : NULL,
+                              .chunk_records = (uint32_t)chunk,
+                              .idle_timeout_ms = (int64_t)idle,
+                              .progress_interval_ms = (int64_t)progress,
+                              .dlq_commit_ms = (int64_t)dlq_ms,
+                              .stop = &run_stop};
+    err[0] = '\0';
+    int rc = dp_processor_run(&o, err, sizeof err);
+    dp_stream_config_free(cfg);
+    dp_key_wipe(&key);
+    if (state_key_file)
+        dp_key_wipe(&state_key);
+    if (rc != DP_OK) {
+        dp_log(DP_LOG_ERROR, "%s", err[0] ? err : dp_status_str(rc));
+        return 1;
+    }
+    dp_log(DP_LOG_INFO, "stopped cleanly");
+    return 0;
+}

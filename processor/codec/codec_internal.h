@@ -1,0 +1,124 @@
+/* codec_internal.h — shared between the codec's files; not a public API.
+ *
+ * Every message type has one slot: its schema, generic value class and one
+ * value object, created by dp_codec_create and reused for every message.
+ * Field positions are fixed by the schemas; dp_codec_create checks each
+ * record's field names against the lists below, so an edited schema that
+ * moves a field fails at startup instead of encoding the wrong thing. */
+#ifndef DP_CODEC_INTERNAL_H
+#define DP_CODEC_INTERNAL_H
+
+#include <avro.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/codec.h"
+
+typedef struct dpc_slot {
+    avro_schema_t       schema;
+    avro_value_iface_t *iface;
+    avro_value_t        value;
+    int                 has_value;
+} dpc_slot;
+
+/* A growable array owned by the codec (decode storage). */
+typedef struct dpc_vec {
+    void  *p;
+    size_t cap;     /* in elements */
+} dpc_vec;
+
+struct dp_codec {
+    dp_codec_framing framing;
+    uint32_t         schema_id[DP_CODEC_TYPE_COUNT];
+    dpc_slot         slot[DP_CODEC_TYPE_COUNT];
+    avro_reader_t    reader;
+    avro_writer_t    writer;
+    dpc_vec          scratch;        /* char: NUL-terminated copies of (ptr, len) strings */
+    /* decode storage, one set per type so decodes of different types do
+     * not invalidate each other */
+    dpc_vec          upd_ints, upd_dbls;
+    dpc_vec          chunk_recs, chunk_ints, chunk_dbls;
+    dpc_vec          manifest_kv;
+    dpc_vec          budget_kv;
+};
+
+/* Field order of each record schema (checked at create). */
+enum { UPD_STREAM, UPD_STEP, UPD_KIND, UPD_ENTITY, UPD_PAYLOAD, UPD_EVENT_TIME, UPD_NFIELDS };
+enum { CHK_STREAM, CHK_STEP, CHK_INDEX, CHK_RECORDS, CHK_NFIELDS };
+enum { ROW_ID, ROW_VALUE, ROW_NFIELDS };
+enum { MAN_STREAM, MAN_STEP, MAN_SYNTH, MAN_MODE, MAN_RECORDS, MAN_CHUNKS, MAN_CHECKSUM,
+       MAN_DEBIAS, MAN_CLAMPED, MAN_IMPUTED, MAN_NFIELDS };
+enum { BUD_STREAM, BUD_STEP, BUD_STATUS, BUD_MECH, BUD_UNIT, BUD_NEIGHBORS, BUD_MODEL,
+       BUD_SPENT_STEP, BUD_SPENT_TOTAL, BUD_BUDGET_TOTAL, BUD_DELTA, BUD_EPS_SIMPLE,
+       BUD_EPS_CKS, BUD_NOISE, BUD_ACCURACY, BUD_NFIELDS };
+enum { DLQ_TOPIC, DLQ_PARTITION, DLQ_OFFSET, DLQ_KEY, DLQ_REASON, DLQ_TEXT, DLQ_RAW, DLQ_NFIELDS };
+enum { SNAP_VERSION, SNAP_STREAM, SNAP_STEP, SNAP_TOPIC, SNAP_PARTITION, SNAP_OFFSET, SNAP_SYNTH,
+       SNAP_STATE, SNAP_LEDGER, SNAP_CHUNK_INDEX, SNAP_CHUNK_COUNT, SNAP_ENCRYPTED, SNAP_NONCE,
+       SNAP_NFIELDS };
+
+/* The top-level field names per type, NULL-terminated. */
+extern const char *const dpc_field_names[DP_CODEC_TYPE_COUNT][16];
+
+/* --- writing and reading whole messages ------------------------------------ */
+
+/* Reset the type's value and return it for filling. */
+avro_value_t *dpc_begin(dp_codec *c, dp_codec_type t);
+/* Frame + serialize the filled value into (buf, cap) / append to *out. */
+int dpc_write(dp_codec *c, dp_codec_type t, void *buf, size_t cap, size_t *len,
+              char *errstr, size_t errstr_size);
+int dpc_write_buf(dp_codec *c, dp_codec_type t, dp_buf *out, char *errstr, size_t errstr_size);
+/* Unframe, check (avro_check.h) and read one message into the type's value. */
+int dpc_read(dp_codec *c, dp_codec_type t, const void *data, size_t len, avro_value_t **v,
+             char *errstr, size_t errstr_size);
+
+/* --- field helpers (all return DP_OK or a dp_status with errstr set) ------- */
+
+int dpc_field(avro_value_t *rec, size_t index, avro_value_t *out);
+int dpc_avro_fail(char *errstr, size_t errstr_size, const char *what);
+
+/* Strings: UTF-8 without NUL characters; `nonempty` refuses "". */
+int dpc_set_str(dp_codec *c, avro_value_t *v, const char *s, size_t len, int nonempty,
+                const char *field, char *errstr, size_t errstr_size);
+int dpc_get_str(avro_value_t *v, const char **s, size_t *len, int nonempty,
+                const char *field, char *errstr, size_t errstr_size);
+/* Optional string: union [null, string]. s == NULL writes null. */
+int dpc_set_opt_str(dp_codec *c, avro_value_t *u, const char *s, size_t len,
+                    const char *field, char *errstr, size_t errstr_size);
+int dpc_get_opt_str(avro_value_t *u, const char **s, size_t *len,
+                    const char *field, char *errstr, size_t errstr_size);
+int dpc_set_bytes(avro_value_t *v, const void *p, size_t len);
+int dpc_get_bytes(avro_value_t *v, const void **p, size_t *len);
+/* union [null, double]: NaN <-> null */
+int dpc_set_opt_double(avro_value_t *u, double x);
+int dpc_get_opt_double(avro_value_t *u, double *x);
+/* array of NamedValue {name, value} <-> dp_kv; decoded names borrow from
+ * the value (NUL-terminated by avro-c). */
+int dpc_set_named_values(avro_value_t *arr, const dp_kv *kv, size_t n, const char *field,
+                         char *errstr, size_t errstr_size);
+int dpc_get_named_values(avro_value_t *arr, dp_kv *out, size_t *n, const char *field,
+                         char *errstr, size_t errstr_size);
+
+/* Payload unions.  Update's union is [null, Category, CategoricalRow, Point]
+ * (has_null = 1); SyntheticRow's is [Category, CategoricalRow, Point]. */
+int dpc_set_payload(avro_value_t *u, int has_null, const dp_payload *p, const char *field,
+                    char *errstr, size_t errstr_size);
+/* Kind and item count of a decoded payload (rows and points count items). */
+int dpc_payload_shape(avro_value_t *u, int has_null, dp_payload_kind *kind, size_t *n_items,
+                      const char *field, char *errstr, size_t errstr_size);
+/* Fill *p; row items go to ints[0, n), point items to dbls[0, n). */
+int dpc_get_payload(avro_value_t *u, int has_null, dp_payload *p, int32_t *ints, double *dbls,
+                    const char *field, char *errstr, size_t errstr_size);
+
+/* Grow v to hold at least n elements of elem_size bytes. */
+int dpc_vec_reserve(dpc_vec *v, size_t n, size_t elem_size);
+
+/* --- UTF-8 ------------------------------------------------------------------- */
+
+/* 1 if s[0, n) is well-formed UTF-8 (no overlong forms, no surrogates,
+ * nothing above U+10FFFF). */
+int dpc_utf8_valid(const char *s, size_t n);
+/* Copy s[0, n) into *out replacing every ill-formed sequence and every NUL
+ * by U+FFFD; out is NUL-terminated.  DP_ENOMEM or DP_OK. */
+int dpc_utf8_sanitize(dpc_vec *out, const char *s, size_t n, size_t *out_len);
+
+#endif

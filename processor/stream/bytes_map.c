@@ -1,0 +1,114 @@
+/* bytes_map.c — see bytes_map.h. */
+#include "stream/bytes_map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dp_error.h"
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+void dp_bytes_map_init(dp_bytes_map *m) { memset(m, 0, sizeof *m); }
+
+void dp_bytes_map_free(dp_bytes_map *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->slots[i].key);
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+dp_bytes_map_slot *dp_bytes_map_find(const dp_bytes_map *m, const void *key, size_t key_len)
+{
+    if (m->cap == 0)
+        return NULL;
+    uint64_t h = fnv1a(key, key_len);
+    for (size_t i = (size_t)h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        dp_bytes_map_slot *s = &m->slots[i];
+        if (!s->key)
+            return NULL;
+        if (s->hash == h && s->key_len == key_len && memcmp(s->key, key, key_len) == 0)
+            return s;
+    }
+}
+
+static void place(dp_bytes_map_slot *slots, size_t cap, const dp_bytes_map_slot *s)
+{
+    size_t j = (size_t)s->hash & (cap - 1);
+    while (slots[j].key)
+        j = (j + 1) & (cap - 1);
+    slots[j] = *s;
+}
+
+static int grow(dp_bytes_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 16;
+    dp_bytes_map_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return DP_ENOMEM;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key)
+            place(slots, cap, &m->slots[i]);
+    free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
+    return DP_OK;
+}
+
+dp_bytes_map_slot *dp_bytes_map_upsert(dp_bytes_map *m, const void *key, size_t key_len)
+{
+    dp_bytes_map_slot *s = dp_bytes_map_find(m, key, key_len);
+    if (s)
+        return s;
+    if ((m->count + 1) * 4 > m->cap * 3 && grow(m) != DP_OK)
+        return NULL;
+    char *copy = malloc(key_len + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, key, key_len);
+    copy[key_len] = '\0';
+    dp_bytes_map_slot n = {.key = copy, .key_len = key_len, .hash = fnv1a(key, key_len), .value = NULL};
+    size_t j = (size_t)n.hash & (m->cap - 1);
+    while (m->slots[j].key)
+        j = (j + 1) & (m->cap - 1);
+    m->slots[j] = n;
+    m->count++;
+    return &m->slots[j];
+}
+
+int dp_bytes_map_filter(dp_bytes_map *m, int (*keep)(void *value, void *ctx),
+                        void (*drop)(void *value, void *ctx), void *ctx)
+{
+    if (m->cap == 0)
+        return DP_OK;
+    dp_bytes_map_slot *slots = calloc(m->cap, sizeof *slots);
+    if (!slots)
+        return DP_ENOMEM;
+    size_t count = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        dp_bytes_map_slot *s = &m->slots[i];
+        if (!s->key)
+            continue;
+        if (keep(s->value, ctx)) {
+            place(slots, m->cap, s);
+            count++;
+        } else {
+            if (drop)
+                drop(s->value, ctx);
+            free(s->key);
+        }
+    }
+    free(m->slots);
+    m->slots = slots;
+    m->count = count;
+    return DP_OK;
+}

@@ -1,0 +1,1193 @@
+/* processor.c — the Kafka processing loop (DESIGN.md §1-§3, §8).
+ *
+ * Per input message (partition p, offset o), exactly the decisions of
+ * `dpstream replay` (processor/app/cmd_replay.c), so the Kafka path and
+ * the offline path release the same bytes for the same input and key:
+ *   undecodable            -> dead letter MALFORMED
+ *   no route               -> dead letter UNKNOWN_STREAM
+ *   CLOSE_STEP, step < open -> duplicate marker, ignored
+ *   exhausted stream       -> dead letter EXHAUSTED
+ *   CLOSE_STEP, step > open -> dead letter FUTURE_STEP
+ *   CLOSE_STEP, step = open -> close the step
+ *   data, step != open     -> dead letter LATE / FUTURE_STEP
+ *   data                   -> ingest; a synthesizer rejection -> dead letter;
+ *                             accepted and roster complete -> close the step
+ *
+ * --- One transaction per closed step ------------------------------------
+ * A close produces, inside one Kafka transaction: the record chunks and the
+ * manifest (synthetic topic, key = stream id), the budget event (budget
+ * topic), the stream's snapshot (state topic, key = stream id), a progress
+ * record for every partition consumed since the last commit (state topic),
+ * any dead letters of those partitions, and the consumer offsets
+ * (send_offsets_to_transaction with the group metadata).  Dead letters
+ * that arrive while no step closes are committed the same way on a short
+ * timer.  Read-committed consumers therefore see a whole step or nothing.
+ *
+ * --- Several streams share a partition: what offset may be committed ------
+ * Streams of one partition close at different offsets.  Stream S's
+ * snapshot records skip_below(S) = the offset just after the message that
+ * closed its last step; its in-memory state is that snapshot plus the
+ * updates it accepted since, the first of which is at pending(S) (none if
+ * it accepted nothing since).  After a crash everything in memory is lost,
+ * so the committed offset of partition p must let every stream re-read its
+ * un-snapshotted updates:
+ *
+ *     committed(p) = min(position(p), min over streams S of p with pending of pending(S))
+ *
+ * and on (re)assignment each stream of p is restored from its latest
+ * snapshot, p is sought to that committed offset (stored in the progress
+ * record of the same transaction — identical to the group's committed
+ * offset, but read from the state topic together with the snapshots, so
+ * the two can never disagree), and every update of S below skip_below(S)
+ * is skipped because the snapshot already reflects it.  Rejected inputs
+ * change no state; a rejection is re-derived on replay from the same state
+ * and re-published only if its offset is at or above the partition's
+ * committed `position` (its dead letter was not yet committed), so the
+ * dead-letter topic, too, holds each rejection exactly once.
+ *
+ * Replaying from committed(p) re-executes exactly the ingests that were
+ * lost, in log order, from exactly the snapshotted states, so every later
+ * close — and, because noise is drawn from the keyed DRBG by (stream,
+ * step, label), every released byte — is what an uninterrupted run emits.
+ *
+ * --- Step boundaries are log entries (DESIGN.md §2) ----------------------
+ * The idle timeout does not close a step: it appends a CLOSE_STEP marker
+ * for the stream's open step to the stream's input partition (same key),
+ * and the step closes when that marker is consumed, like any marker.
+ * Wall-clock time only decides *when* a marker is appended; what a step
+ * contains is decided by the marker's position in the log.  Duplicate
+ * markers (two timers, a retry, a marker after a roster close) are
+ * ignored.
+ *
+ * --- Failures -------------------------------------------------------------
+ * Any error inside a transaction aborts it and rewinds: the assigned
+ * partitions are restored from the state topic and sought back, exactly as
+ * after a crash.  A fenced producer (a newer instance with the same
+ * transactional.id) is fatal.  Revocation first commits (or, failing that,
+ * aborts) the open transaction and then drops the revoked partitions'
+ * streams. */
+#include "stream/processor.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/dp_error.h"
+#include "stream/bytes_map.h"
+#include "stream/kafka_util.h"
+#include "stream/log.h"
+#include "stream/state_record.h"
+#include "stream/wire.h"
+#include "synth/synth.h"
+
+#define KAFKA_TIMEOUT_MS   30000
+#define POLL_MS            100
+#define NO_OFFSET          (-1)
+
+/* --- state ------------------------------------------------------------------ */
+
+typedef struct ps_stream {
+    char                  *id;          /* owned, NUL-terminated */
+    size_t                 id_len;
+    const dp_stream_route *route;
+    dp_synth              *synth;
+    int32_t                partition;
+    int64_t                skip_below;     /* updates at lower offsets are in the snapshot */
+    int64_t                pending;        /* first accepted un-snapshotted update, or NO_OFFSET */
+    int64_t                last_accept_ms; /* monotonic; idle timer only */
+    uint64_t               marker_step;    /* open step a marker was appended for (0: none) */
+    int64_t                marker_ms;
+} ps_stream;
+
+typedef struct ps_partition {
+    int     assigned;
+    int64_t position;      /* offset after the last consumed message, or NO_OFFSET */
+    int64_t dlq_below;     /* rejections below this offset are already published */
+    int     dirty;         /* consumed since the last commit */
+} ps_partition;
+
+/* A record copied out of the sink callback (its payload is borrowed). */
+typedef struct ps_chunk {
+    dp_synth_record *recs;
+    size_t           n, cap;
+    size_t          *row_at;   /* per record: index of its row in `rows` */
+    size_t          *pt_at;    /* per record: index of its point in `pts` */
+    size_t           at_cap;
+    int32_t         *rows;     /* all row payloads of the chunk, back to back */
+    size_t           rows_n, rows_cap;
+    double          *pts;
+    size_t           pts_n, pts_cap;
+} ps_chunk;
+
+typedef struct proc {
+    const dp_processor_options *o;
+    const dp_stream_config     *cfg;
+    char                        group_id[256];
+    rd_kafka_t                 *consumer;
+    rd_kafka_t                 *producer;     /* transactional */
+    rd_kafka_t                 *marker_producer;
+    dp_bytes_map                streams;      /* id -> ps_stream* */
+    ps_partition               *parts;
+    int32_t                     n_parts;
+    int                         txn_open;
+    int64_t                     txn_begin_ms;
+    int                         need_rewind;
+    int                         fatal;
+    char                        fatal_msg[1200];
+    dp_update                   upd;
+    dp_wire_arena               arena;    /* memory of the decoded update */
+    ps_chunk                    chunk;
+    dp_buf                      enc;
+    /* the close in progress */
+    ps_stream                  *closing;
+    uint64_t                    closing_step;
+    uint32_t                    chunk_index;
+    int                         sink_error;
+    /* counters for the progress log */
+    uint64_t                    n_msgs, n_steps, n_dlq, n_markers;
+    uint64_t                    last_msgs;
+    int64_t                     last_progress_ms;
+} proc;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_fatal(proc *p, const char *fmt, const char *detail)
+{
+    if (!p->fatal) {
+        p->fatal = 1;
+        snprintf(p->fatal_msg, sizeof p->fatal_msg, fmt, detail);
+    }
+}
+
+/* --- partitions and streams ---------------------------------------------------- */
+
+static ps_partition *part_get(proc *p, int32_t id)
+{
+    if (id < 0)
+        return NULL;
+    if (id >= p->n_parts) {
+        int32_t n = id + 1;
+        ps_partition *np = realloc(p->parts, (size_t)n * sizeof *np);
+        if (!np)
+            return NULL;
+        for (int32_t i = p->n_parts; i < n; i++)
+            np[i] = (ps_partition){.assigned = 0, .position = NO_OFFSET, .dlq_below = 0, .dirty = 0};
+        p->parts = np;
+        p->n_parts = n;
+    }
+    return &p->parts[id];
+}
+
+static void stream_free(ps_stream *s)
+{
+    if (!s)
+        return;
+    dp_synth_destroy(s->synth);
+    free(s->id);
+    free(s);
+}
+
+static void drop_stream_cb(void *value, void *ctx) { (void)ctx; stream_free(value); }
+
+static int keep_assigned_cb(void *value, void *ctx)
+{
+    proc *p = ctx;
+    ps_stream *s = value;
+    return s->partition >= 0 && s->partition < p->n_parts && p->parts[s->partition].assigned;
+}
+
+/* Drop the streams of partitions no longer assigned. */
+static int drop_unassigned_streams(proc *p)
+{
+    return dp_bytes_map_filter(&p->streams, keep_assigned_cb, drop_stream_cb, p);
+}
+
+static ps_stream *stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route,
+                             int32_t partition)
+{
+    ps_stream *s = calloc(1, sizeof *s);
+    if (!s || !(s->id = malloc(len + 1))) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s->id, id, len);
+    s->id[len] = '\0';
+    s->id_len = len;
+    s->route = route;
+    s->partition = partition;
+    s->skip_below = 0;
+    s->pending = NO_OFFSET;
+    (void)p;
+    return s;
+}
+
+/* committed(p) of the header comment. */
+static int64_t partition_commit_offset(proc *p, int32_t part)
+{
+    int64_t c = p->parts[part].position;
+    for (size_t i = 0; i < p->streams.cap; i++) {
+        ps_stream *s = p->streams.slots[i].key ? p->streams.slots[i].value : NULL;
+        if (s && s->partition == part && s->pending != NO_OFFSET && s->pending < c)
+            c = s->pending;
+    }
+    return c;
+}
+
+/* --- producing ----------------------------------------------------------------- */
+
+static int produce(proc *p, rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                   size_t key_len, const void *val, size_t val_len)
+{
+    for (;;) {
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_KEY((void *)key, key_len), RD_KAFKA_V_VALUE((void *)val, val_len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            return DP_OK;
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_poll(rk, 50);
+            continue;
+        }
+        dp_log(DP_LOG_ERROR, "produce to %s failed: %s", topic, rd_kafka_err2str(err));
+        (void)p;
+        return DP_EIO;
+    }
+}
+
+/* Handle a transactional API error: abortable -> abort and rewind later;
+ * fatal (e.g. fenced) -> stop the processor. */
+static int txn_error(proc *p, const char *what, rd_kafka_error_t *e)
+{
+    if (!e)
+        return DP_OK;
+    dp_log(DP_LOG_ERROR, "%s failed: %s", what, rd_kafka_error_string(e));
+    if (rd_kafka_error_is_fatal(e)) {
+        set_fatal(p, "fatal transactional error (another instance with this transactional.id?): %s",
+                  rd_kafka_error_string(e));
+    } else {
+        p->need_rewind = 1;
+    }
+    rd_kafka_error_destroy(e);
+    return DP_EIO;
+}
+
+static int txn_begin(proc *p)
+{
+    if (p->txn_open)
+        return DP_OK;
+    if (txn_error(p, "begin_transaction", rd_kafka_begin_transaction(p->producer)) != DP_OK)
+        return DP_EIO;
+    p->txn_open = 1;
+    p->txn_begin_ms = now_ms();
+    return DP_OK;
+}
+
+static void txn_abort(proc *p)
+{
+    if (!p->txn_open)
+        return;
+    rd_kafka_error_t *e = rd_kafka_abort_transaction(p->producer, KAFKA_TIMEOUT_MS);
+    if (e) {
+        dp_log(DP_LOG_ERROR, "abort_transaction failed: %s", rd_kafka_error_string(e));
+        if (rd_kafka_error_is_fatal(e))
+            set_fatal(p, "fatal error aborting a transaction: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    p->txn_open = 0;
+    p->need_rewind = 1;
+}
+
+/* Progress records + offsets for every dirty partition, then commit. */
+static int txn_commit(proc *p)
+{
+    if (!p->txn_open)
+        return DP_OK;
+    rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(4);
+    int rc = DP_OK;
+    for (int32_t i = 0; i < p->n_parts && rc == DP_OK; i++) {
+        ps_partition *pp = &p->parts[i];
+        if (!pp->assigned || !pp->dirty || pp->position == NO_OFFSET)
+            continue;
+        int64_t c = partition_commit_offset(p, i);
+        dp_state_record r = {.kind = DP_STATE_PROGRESS,
+                             .updates_topic = p->cfg->topic_updates,
+                             .updates_topic_len = strlen(p->cfg->topic_updates),
+                             .partition = i,
+                             .position = pp->position,
+                             .resume = c};
+        char key[512];
+        int kl = snprintf(key, sizeof key, "%s%s/%" PRId32, DP_STATE_PROGRESS_KEY_PREFIX,
+                          p->cfg->topic_updates, i);
+        p->enc.len = 0;
+        if ((rc = dp_state_encode_progress(&r, &p->enc)) == DP_OK)
+            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, key, (size_t)kl,
+                         p->enc.data, p->enc.len);
+        rd_kafka_topic_partition_list_add(offs, p->cfg->topic_updates, i)->offset = c;
+    }
+    if (rc == DP_OK && offs->cnt > 0) {
+        rd_kafka_consumer_group_metadata_t *md = rd_kafka_consumer_group_metadata(p->consumer);
+        rc = txn_error(p, "send_offsets_to_transaction",
+                       rd_kafka_send_offsets_to_transaction(p->producer, offs, md, KAFKA_TIMEOUT_MS));
+        rd_kafka_consumer_group_metadata_destroy(md);
+    }
+    rd_kafka_topic_partition_list_destroy(offs);
+    if (rc == DP_OK)
+        rc = txn_error(p, "commit_transaction", rd_kafka_commit_transaction(p->producer, KAFKA_TIMEOUT_MS));
+    if (rc != DP_OK) {
+        txn_abort(p);
+        return rc;
+    }
+    p->txn_open = 0;
+    for (int32_t i = 0; i < p->n_parts; i++)
+        p->parts[i].dirty = 0;
+    return DP_OK;
+}
+
+/* --- dead letters ---------------------------------------------------------------- */
+
+static const char *reason_text(dp_reject_reason r)
+{
+    switch (r) {
+    case DP_REJECT_MALFORMED:        return "not a valid Update";
+    case DP_REJECT_UNKNOWN_STREAM:   return "no stream route matches this stream id";
+    case DP_REJECT_WRONG_KIND:       return "update or payload kind not taken by this stream's synthesizer";
+    case DP_REJECT_UNKNOWN_ENTITY:   return "entity not in the roster fixed at step 1";
+    case DP_REJECT_DUPLICATE_REPORT: return "entity already reported in this step";
+    case DP_REJECT_OUT_OF_DOMAIN:    return "value outside the configured domain";
+    case DP_REJECT_LATE:             return "step already closed";
+    case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
+    case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
+    default:                         return "refused by the synthesizer";
+    }
+}
+
+static int dead_letter(proc *p, const rd_kafka_message_t *m, dp_reject_reason reason, const char *text)
+{
+    ps_partition *pp = &p->parts[m->partition];
+    if (m->offset < pp->dlq_below)
+        return DP_OK;   /* already published before a restart (see the header) */
+    int rc = txn_begin(p);
+    if (rc != DP_OK)
+        return rc;
+    dp_dead_letter d = {.topic = rd_kafka_topic_name(m->rkt),
+                        .partition = m->partition,
+                        .offset = m->offset,
+                        .key = m->key,
+                        .key_len = m->key_len,
+                        .reason = dp_reject_reason_name(reason),
+                        .text = text,
+                        .raw = m->payload,
+                        .raw_len = m->len};
+    p->enc.len = 0;
+    if ((rc = dp_wire_encode_dead_letter(&d, &p->enc)) != DP_OK)
+        return rc;
+    rc = produce(p, p->producer, p->cfg->topic_dead_letter, RD_KAFKA_PARTITION_UA, m->key, m->key_len,
+                 p->enc.data, p->enc.len);
+    if (rc == DP_OK)
+        p->n_dlq++;
+    dp_log(DP_LOG_DEBUG, "dead letter %s at %s[%" PRId32 "]@%" PRId64 ": %s",
+           dp_reject_reason_name(reason), rd_kafka_topic_name(m->rkt), m->partition, m->offset, text);
+    return rc;
+}
+
+/* --- closing a step ------------------------------------------------------------ */
+
+static int chunk_flush(proc *p)
+{
+    ps_chunk *c = &p->chunk;
+    if (c->n == 0)
+        return DP_OK;
+    p->enc.len = 0;
+    dp_wire_chunk wc = {.stream_id = p->closing->id, .stream_id_len = p->closing->id_len,
+                        .step = p->closing_step, .index = p->chunk_index, .records = c->recs, .n = c->n};
+    int rc = dp_wire_encode_chunk(&wc, &p->enc);
+    if (rc == DP_OK)
+        rc = produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA, p->closing->id,
+                     p->closing->id_len, p->enc.data, p->enc.len);
+    p->chunk_index++;
+    c->n = c->rows_n = c->pts_n = 0;
+    return rc;
+}
+
+static int grow_to(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return DP_OK;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *a = realloc(*arr, n * elem);
+    if (!a)
+        return DP_ENOMEM;
+    *arr = a;
+    *cap = n;
+    return DP_OK;
+}
+
+/* Payloads are borrowed only for the callback, so they are copied; the
+ * arrays may move while growing, so records keep indices and get their
+ * pointers when the chunk is encoded. */
+static void chunk_fix_pointers(ps_chunk *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->recs[i].value.row_len)
+            c->recs[i].value.row = c->rows + c->row_at[i];
+        if (c->recs[i].value.point_len)
+            c->recs[i].value.point = c->pts + c->pt_at[i];
+    }
+}
+
+static int sink_record(void *ctx, const dp_synth_record *r)
+{
+    proc *p = ctx;
+    ps_chunk *c = &p->chunk;
+    size_t at_cap = c->at_cap;
+    if (grow_to((void **)&c->recs, &c->cap, c->n + 1, sizeof *c->recs) != DP_OK ||
+        grow_to((void **)&c->row_at, &at_cap, c->n + 1, sizeof *c->row_at) != DP_OK ||
+        grow_to((void **)&c->pt_at, &c->at_cap, c->n + 1, sizeof *c->pt_at) != DP_OK ||
+        grow_to((void **)&c->rows, &c->rows_cap, c->rows_n + r->value.row_len, sizeof *c->rows) != DP_OK ||
+        grow_to((void **)&c->pts, &c->pts_cap, c->pts_n + r->value.point_len, sizeof *c->pts) != DP_OK)
+        return DP_ENOMEM;
+    size_t i = c->n++;
+    c->recs[i] = *r;
+    c->recs[i].value.row = NULL;
+    c->recs[i].value.point = NULL;
+    c->row_at[i] = c->rows_n;
+    c->pt_at[i] = c->pts_n;
+    if (r->value.row_len) {
+        memcpy(c->rows + c->rows_n, r->value.row, r->value.row_len * sizeof *c->rows);
+        c->rows_n += r->value.row_len;
+    }
+    if (r->value.point_len) {
+        memcpy(c->pts + c->pts_n, r->value.point, r->value.point_len * sizeof *c->pts);
+        c->pts_n += r->value.point_len;
+    }
+    if (c->n >= p->o->chunk_records) {
+        chunk_fix_pointers(c);
+        return chunk_flush(p);
+    }
+    return DP_OK;
+}
+
+static int sink_manifest(void *ctx, const dp_release_manifest *m)
+{
+    proc *p = ctx;
+    chunk_fix_pointers(&p->chunk);
+    int rc = chunk_flush(p);
+    if (rc != DP_OK)
+        return rc;
+    p->enc.len = 0;
+    if ((rc = dp_wire_encode_manifest(m, p->chunk_index, &p->enc)) != DP_OK)
+        return rc;
+    return produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA, p->closing->id,
+                   p->closing->id_len, p->enc.data, p->enc.len);
+}
+
+static int sink_budget(void *ctx, const dp_budget_event *e)
+{
+    proc *p = ctx;
+    p->enc.len = 0;
+    int rc = dp_wire_encode_budget(e, &p->enc);
+    if (rc != DP_OK)
+        return rc;
+    if (e->status == DP_BUDGET_EXHAUSTED)
+        dp_log(DP_LOG_INFO, "stream '%s' exhausted its budget at step %" PRIu64 " (spent %.6g of %.6g)",
+               p->closing->id, e->step, e->spent_total, e->budget_total);
+    return produce(p, p->producer, p->cfg->topic_budget, RD_KAFKA_PARTITION_UA, p->closing->id,
+                   p->closing->id_len, p->enc.data, p->enc.len);
+}
+
+static int write_snapshot(proc *p, ps_stream *s)
+{
+    dp_buf st;
+    dp_buf_init(&st);
+    int rc = dp_synth_snapshot(s->synth, &st);
+    if (rc == DP_OK) {
+        dp_state_record r = {.kind = DP_STATE_SNAPSHOT,
+                             .updates_topic = p->cfg->topic_updates,
+                             .updates_topic_len = strlen(p->cfg->topic_updates),
+                             .partition = s->partition,
+                             .stream_id = s->id,
+                             .stream_id_len = s->id_len,
+                             .skip_below = s->skip_below,
+                             .open_step = dp_synth_open_step(s->synth),
+                             .synthesizer = s->route->synthesizer,
+                             .synthesizer_len = strlen(s->route->synthesizer),
+                             .state = st.data,
+                             .state_len = st.len};
+        p->enc.len = 0;
+        rc = dp_state_encode_snapshot(&r, p->o->state_key, &p->enc);
+        if (rc == DP_OK)
+            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, s->id, s->id_len,
+                         p->enc.data, p->enc.len);
+    }
+    dp_buf_free(&st);
+    return rc;
+}
+
+/* Close s's open step; the message at `offset` triggered it. */
+static int close_step(proc *p, ps_stream *s, int64_t offset)
+{
+    int rc = txn_begin(p);
+    if (rc != DP_OK)
+        return rc;
+    dp_release_sink sink = {.ctx = p, .record = sink_record, .manifest = sink_manifest, .budget = sink_budget};
+    p->closing = s;
+    p->closing_step = dp_synth_open_step(s->synth);
+    p->chunk_index = 0;
+    p->chunk.n = p->chunk.rows_n = p->chunk.pts_n = 0;
+    char err[512];
+    err[0] = '\0';
+    rc = dp_synth_close_step(s->synth, &sink, err, sizeof err);
+    if (rc != DP_OK) {
+        dp_log(DP_LOG_ERROR, "closing step %" PRIu64 " of stream '%s' failed: %s", p->closing_step, s->id,
+               err[0] ? err : dp_status_str(rc));
+        p->closing = NULL;
+        txn_abort(p);
+        return rc;
+    }
+    s->skip_below = offset + 1;
+    s->pending = NO_OFFSET;
+    s->marker_step = 0;
+    if ((rc = write_snapshot(p, s)) != DP_OK) {
+        p->closing = NULL;
+        txn_abort(p);
+        return rc;
+    }
+    p->closing = NULL;
+    if ((rc = txn_commit(p)) != DP_OK)
+        return rc;
+    p->n_steps++;
+    dp_log(DP_LOG_DEBUG, "released step %" PRIu64 " of stream '%s'", p->closing_step, s->id);
+    return DP_OK;
+}
+
+/* --- one input message ------------------------------------------------------------ */
+
+static int handle_message(proc *p, const rd_kafka_message_t *m)
+{
+    ps_partition *pp = part_get(p, m->partition);
+    if (!pp)
+        return DP_ENOMEM;
+    if (!pp->assigned)
+        return DP_OK;   /* stale message of a revoked partition */
+    pp->position = m->offset + 1;
+    pp->dirty = 1;
+    p->n_msgs++;
+
+    char msg[384];
+    dp_wire_arena_clear(&p->arena);
+    int rc = dp_wire_decode_update(m->payload, m->len, &p->arena, &p->upd, msg, sizeof msg);
+    if (rc == DP_ENOMEM)
+        return rc;
+    if (rc != DP_OK)
+        return dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+    const dp_update *u = &p->upd;
+
+    dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
+    ps_stream *s = slot ? slot->value : NULL;
+    if (!s) {
+        const dp_stream_route *route = dp_stream_config_route(p->cfg, u->stream_id, u->stream_id_len);
+        if (!route)
+            return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, reason_text(DP_REJECT_UNKNOWN_STREAM));
+        if (!(s = stream_new(p, u->stream_id, u->stream_id_len, route, m->partition)))
+            return DP_ENOMEM;
+        dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
+        char err[512];
+        err[0] = '\0';
+        rc = dp_synth_create(&s->synth, route->synthesizer, route->config, &env, err, sizeof err);
+        if (rc != DP_OK) {
+            stream_free(s);
+            set_fatal(p, "cannot create a synthesizer: %s", err[0] ? err : dp_status_str(rc));
+            return rc;
+        }
+        if (!(slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len))) {
+            stream_free(s);
+            return DP_ENOMEM;
+        }
+        slot->value = s;
+    }
+    if (s->partition != m->partition) {
+        /* A stream's updates must all live in one partition (key = stream
+         * id); one that does not is refused rather than split across owners. */
+        snprintf(msg, sizeof msg, "stream's updates arrive in partition %" PRId32 " but this one is in %" PRId32,
+                 s->partition, m->partition);
+        return dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+    }
+    if (m->offset < s->skip_below)
+        return DP_OK;   /* reflected in the restored snapshot */
+
+    uint64_t open = dp_synth_open_step(s->synth);
+    if (u->kind == DP_UPDATE_CLOSE_STEP) {
+        if (u->step < open)
+            return DP_OK;   /* duplicate marker: harmless */
+        if (dp_synth_exhausted(s->synth))
+            return dead_letter(p, m, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED));
+        if (u->step > open) {
+            snprintf(msg, sizeof msg, "CLOSE_STEP for step %" PRIu64 " but step %" PRIu64 " is open", u->step, open);
+            return dead_letter(p, m, DP_REJECT_FUTURE_STEP, msg);
+        }
+        return close_step(p, s, m->offset);
+    }
+    if (dp_synth_exhausted(s->synth))
+        return dead_letter(p, m, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED));
+    if (u->step != open) {
+        dp_reject_reason r = u->step < open ? DP_REJECT_LATE : DP_REJECT_FUTURE_STEP;
+        snprintf(msg, sizeof msg, "%s (update for step %" PRIu64 ", open step %" PRIu64 ")", reason_text(r),
+                 u->step, open);
+        return dead_letter(p, m, r, msg);
+    }
+    dp_reject_reason reason = DP_REJECT_NONE;
+    rc = dp_synth_ingest(s->synth, u, &reason);
+    if (rc != DP_OK)
+        return rc;
+    if (reason != DP_REJECT_NONE)
+        return dead_letter(p, m, reason, reason_text(reason));
+    if (s->pending == NO_OFFSET)
+        s->pending = m->offset;
+    s->last_accept_ms = now_ms();
+    if (dp_synth_roster_complete(s->synth))
+        return close_step(p, s, m->offset);
+    return DP_OK;
+}
+
+/* --- idle timeout: append CLOSE_STEP markers ---------------------------------------- */
+
+static void idle_markers(proc *p)
+{
+    if (p->o->idle_timeout_ms <= 0)
+        return;
+    int64_t now = now_ms();
+    for (size_t i = 0; i < p->streams.cap; i++) {
+        ps_stream *s = p->streams.slots[i].key ? p->streams.slots[i].value : NULL;
+        if (!s || s->pending == NO_OFFSET || dp_synth_exhausted(s->synth))
+            continue;
+        uint64_t open = dp_synth_open_step(s->synth);
+        if (now - s->last_accept_ms < p->o->idle_timeout_ms)
+            continue;
+        if (s->marker_step == open && now - s->marker_ms < p->o->idle_timeout_ms)
+            continue;   /* appended recently; wait for it to come back */
+        dp_update mk = {.stream_id = s->id, .stream_id_len = s->id_len, .step = open,
+                        .kind = DP_UPDATE_CLOSE_STEP};
+        p->enc.len = 0;
+        if (dp_wire_encode_update(&mk, &p->enc) != DP_OK ||
+            produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, s->id, s->id_len,
+                    p->enc.data, p->enc.len) != DP_OK) {
+            dp_log(DP_LOG_WARN, "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
+            continue;
+        }
+        s->marker_step = open;
+        s->marker_ms = now;
+        p->n_markers++;
+        dp_log(DP_LOG_INFO, "stream '%s' idle for %" PRId64 " ms: appended CLOSE_STEP for step %" PRIu64,
+               s->id, now - s->last_accept_ms, open);
+    }
+    rd_kafka_poll(p->marker_producer, 0);
+}
+
+/* --- restore ---------------------------------------------------------------------- */
+
+typedef struct restore_val {
+    uint8_t *data;
+    size_t   len;
+} restore_val;
+
+static void free_restore_val(void *v, void *ctx) { (void)ctx; if (v) { free(((restore_val *)v)->data); free(v); } }
+static int keep_none(void *v, void *ctx) { (void)v; (void)ctx; return 0; }
+
+/* Read the state topic to its end (read_committed: up to the last stable
+ * offset, so a predecessor's open transaction is waited for, never read)
+ * and keep the newest value per key. */
+static int read_state_topic(proc *p, dp_bytes_map *latest)
+{
+    char err[512];
+    const char *const fixed[][2] = {{"group.id", "dpstream-state-reader"},
+                                    {"isolation.level", "read_committed"},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.partition.eof", "true"},
+                                    {"auto.offset.reset", "earliest"}};
+    rd_kafka_conf_t *conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, fixed, 5, err, sizeof err);
+    if (!conf) {
+        set_fatal(p, "state reader: %s", err);
+        return DP_EINVAL;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!rk) {
+        set_fatal(p, "state reader: %s", err);
+        return DP_EIO;
+    }
+    int rc = DP_OK;
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, p->cfg->topic_state, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_TIMEOUT_MS);
+    rd_kafka_topic_destroy(t);
+    if (e || md->topic_cnt != 1 || md->topics[0].err) {
+        dp_log(DP_LOG_ERROR, "cannot read metadata of state topic %s: %s", p->cfg->topic_state,
+               rd_kafka_err2str(e ? e : md->topics[0].err));
+        rc = DP_EIO;
+        goto out;
+    }
+    int np = md->topics[0].partition_cnt;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
+    for (int i = 0; i < np; i++)
+        rd_kafka_topic_partition_list_add(l, p->cfg->topic_state, md->topics[0].partitions[i].id)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    int eofs = 0;
+    uint64_t n = 0;
+    int64_t started = now_ms();
+    while (eofs < np && rc == DP_OK) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m) {
+            if (now_ms() - started > 10 * KAFKA_TIMEOUT_MS) {
+                dp_log(DP_LOG_ERROR, "timed out reading the state topic %s", p->cfg->topic_state);
+                rc = DP_EIO;
+            }
+            continue;
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            eofs++;
+        } else if (m->err) {
+            dp_log(DP_LOG_ERROR, "reading state topic: %s", rd_kafka_message_errstr(m));
+            rc = DP_EIO;
+        } else if (m->key) {
+            dp_bytes_map_slot *s = dp_bytes_map_upsert(latest, m->key, m->key_len);
+            if (!s) {
+                rc = DP_ENOMEM;
+            } else {
+                free_restore_val(s->value, NULL);
+                s->value = NULL;
+                if (m->payload) {   /* NULL payload = tombstone */
+                    restore_val *v = malloc(sizeof *v);
+                    if (!v || !(v->data = malloc(m->len ? m->len : 1))) {
+                        free(v);
+                        rc = DP_ENOMEM;
+                    } else {
+                        memcpy(v->data, m->payload, m->len);
+                        v->len = m->len;
+                        s->value = v;
+                    }
+                }
+                n++;
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    dp_log(DP_LOG_DEBUG, "read %" PRIu64 " state records (%zu keys)", n, latest->count);
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* Restore the streams of the partitions in `l` (marked assigned) and set
+ * each element's offset to where consumption must resume. */
+static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
+{
+    for (int i = 0; i < l->cnt; i++) {
+        ps_partition *pp = part_get(p, l->elems[i].partition);
+        if (!pp)
+            return DP_ENOMEM;
+        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .dlq_below = 0, .dirty = 0};
+        l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    dp_bytes_map latest;
+    dp_bytes_map_init(&latest);
+    int rc = read_state_topic(p, &latest);
+    dp_buf scratch;
+    dp_buf_init(&scratch);
+    size_t topic_len = strlen(p->cfg->topic_updates);
+    int64_t *resume = calloc((size_t)l->cnt, sizeof *resume);
+    if (!resume)
+        rc = DP_ENOMEM;
+    for (int i = 0; i < l->cnt && resume; i++)
+        resume[i] = NO_OFFSET;
+    uint64_t restored = 0;
+    for (size_t k = 0; rc == DP_OK && k < latest.cap; k++) {
+        restore_val *v = latest.slots[k].key ? latest.slots[k].value : NULL;
+        if (!v)
+            continue;
+        dp_state_record r;
+        char err[512];
+        rc = dp_state_decode(v->data, v->len, p->o->state_key, &r, &scratch, err, sizeof err);
+        if (rc != DP_OK) {
+            set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
+            break;
+        }
+        if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
+            continue;
+        int idx = -1;
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].partition == r.partition)
+                idx = i;
+        if (idx < 0)
+            continue;
+        if (r.kind == DP_STATE_PROGRESS) {
+            p->parts[r.partition].dlq_below = r.position;
+            if (resume[idx] == NO_OFFSET || r.resume < resume[idx])
+                resume[idx] = r.resume;
+            continue;
+        }
+        const dp_stream_route *route = dp_stream_config_route(p->cfg, r.stream_id, r.stream_id_len);
+        if (!route || strlen(route->synthesizer) != r.synthesizer_len ||
+            memcmp(route->synthesizer, r.synthesizer, r.synthesizer_len) != 0) {
+            set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
+                         "synthesizer; refusing to start it afresh (that would spend its budget twice)",
+                      r.stream_id);
+            rc = DP_EINVAL;
+            break;
+        }
+        ps_stream *s = stream_new(p, r.stream_id, r.stream_id_len, route, r.partition);
+        if (!s) {
+            rc = DP_ENOMEM;
+            break;
+        }
+        dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
+        err[0] = '\0';
+        rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r.state, r.state_len, err,
+                              sizeof err);
+        if (rc != DP_OK) {
+            set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
+            stream_free(s);
+            break;
+        }
+        s->skip_below = r.skip_below;
+        dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+        if (!slot) {
+            stream_free(s);
+            rc = DP_ENOMEM;
+            break;
+        }
+        stream_free(slot->value);
+        slot->value = s;
+        restored++;
+    }
+    if (rc == DP_OK) {
+        for (int i = 0; i < l->cnt; i++) {
+            /* Without a progress record nothing of this partition was ever
+             * committed: start at the beginning (restored streams still skip
+             * what their snapshots cover). */
+            l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
+            dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: resuming at %s%" PRId64,
+                   p->cfg->topic_updates, l->elems[i].partition,
+                   resume[i] == NO_OFFSET ? "the beginning " : "offset ",
+                   resume[i] == NO_OFFSET ? (int64_t)0 : resume[i]);
+        }
+        dp_log(DP_LOG_INFO, "restored %" PRIu64 " stream(s) from %s", restored, p->cfg->topic_state);
+    }
+    free(resume);
+    if (scratch.data)
+        sodium_memzero(scratch.data, scratch.cap);
+    dp_buf_free(&scratch);
+    dp_bytes_map_filter(&latest, keep_none, free_restore_val, NULL);
+    dp_bytes_map_free(&latest);
+    return rc;
+}
+
+/* --- assignment, revocation, rewind ---------------------------------------------- */
+
+/* After an aborted transaction: forget everything in memory and restore
+ * the assigned partitions exactly as a restarted instance would. */
+static int rewind_assigned(proc *p)
+{
+    p->need_rewind = 0;
+    for (int32_t i = 0; i < p->n_parts; i++)
+        p->parts[i].assigned = 0;
+    int rc = drop_unassigned_streams(p);   /* all of them */
+    if (rc != DP_OK)
+        return rc;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    rd_kafka_topic_partition_list_t *cur = NULL;
+    if (rd_kafka_assignment(p->consumer, &cur) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return DP_EIO;
+    l = rd_kafka_topic_partition_list_copy(cur);
+    rd_kafka_topic_partition_list_destroy(cur);
+    dp_log(DP_LOG_WARN, "transaction aborted: rewinding %d partition(s) to their last committed state", l->cnt);
+    rc = restore_partitions(p, l);
+    if (rc == DP_OK && l->cnt > 0) {
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(p->consumer, l, KAFKA_TIMEOUT_MS);
+        if (e) {
+            set_fatal(p, "seek after rewind failed: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            rc = DP_EIO;
+        }
+        for (int i = 0; rc == DP_OK && i < l->cnt; i++)
+            if (l->elems[i].err) {
+                set_fatal(p, "seek after rewind failed: %s", rd_kafka_err2str(l->elems[i].err));
+                rc = DP_EIO;
+            }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque)
+{
+    proc *p = opaque;
+    int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (p->fatal) {
+            /* Do not consume what we could not restore. */
+            return;
+        }
+        int rc = restore_partitions(p, parts);
+        if (rc != DP_OK) {
+            set_fatal(p, "restoring assigned partitions failed: %s", dp_status_str(rc));
+            return;
+        }
+        rd_kafka_error_t *e = NULL;
+        if (cooperative)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else {
+            rd_kafka_resp_err_t ae = rd_kafka_assign(rk, parts);
+            if (ae)
+                set_fatal(p, "assign failed: %s", rd_kafka_err2str(ae));
+        }
+        if (e) {
+            set_fatal(p, "incremental assign failed: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+        dp_log(DP_LOG_INFO, "assigned %d partition(s) of %s", parts->cnt, p->cfg->topic_updates);
+        return;
+    }
+    /* Revocation (or lost partitions): finish what is open, then forget
+     * the revoked streams; their next owner restores them. */
+    if (p->txn_open) {
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
+            txn_commit(p);
+        else
+            txn_abort(p);
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        ps_partition *pp = part_get(p, parts->elems[i].partition);
+        if (pp)
+            pp->assigned = 0;
+    }
+    drop_unassigned_streams(p);
+    if (cooperative) {
+        rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
+        if (e)
+            rd_kafka_error_destroy(e);
+    } else {
+        rd_kafka_assign(rk, NULL);
+    }
+    dp_log(DP_LOG_INFO, "revoked %d partition(s) of %s", parts->cnt, p->cfg->topic_updates);
+}
+
+/* --- setup ------------------------------------------------------------------------ */
+
+static const char *config_value(const dp_stream_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_kafka; i++)
+        if (strcmp(c->kafka[i].name, name) == 0)
+            return c->kafka[i].value;
+    return NULL;
+}
+
+int dp_processor_transactional_id(const char *group_id, const char *instance_id, char *out, size_t out_size)
+{
+    int n = snprintf(out, out_size, "%s.%s", group_id, instance_id);
+    return n > 0 && (size_t)n < out_size ? DP_OK : DP_ERANGE;
+}
+
+/* Create the output topics if missing (broker default partitions and
+ * replication; the state topic compacted). */
+static int create_topics(proc *p, char *errstr, size_t errn)
+{
+    dp_topic_spec specs[] = {{p->cfg->topic_synthetic, -1, 0},
+                             {p->cfg->topic_budget, -1, 0},
+                             {p->cfg->topic_dead_letter, -1, 0},
+                             {p->cfg->topic_state, -1, 1}};
+    return dp_kafka_create_topics(p->producer, specs, 4, KAFKA_TIMEOUT_MS, errstr, errn);
+}
+
+static int setup(proc *p, char *errstr, size_t errn)
+{
+    char err[512];
+    const char *gid = config_value(p->cfg, "group.id");
+    snprintf(p->group_id, sizeof p->group_id, "%s", gid ? gid : p->cfg->topic_prefix);
+    if (!gid)
+        snprintf(p->group_id, sizeof p->group_id, "%s.processor", p->cfg->topic_prefix);
+    char txid[512];
+    if (dp_processor_transactional_id(p->group_id, p->o->instance_id, txid, sizeof txid) != DP_OK)
+        return dp_err(errstr, errn, DP_ERANGE, "group id and instance id too long");
+
+    /* transactional producer */
+    const char *const prod_kv[][2] = {{"transactional.id", txid}, {"enable.idempotence", "true"}, {"acks", "all"}};
+    rd_kafka_conf_t *conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, prod_kv, 3, errstr, errn);
+    if (!conf)
+        return DP_EINVAL;
+    if (!(p->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err)))
+        return dp_err(errstr, errn, DP_EINVAL, "producer: %s", err);
+
+    /* marker producer: plain idempotent, so appended markers are visible at once */
+    const char *const mk_kv[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "0"}};
+    if (!(conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, mk_kv, 3, errstr, errn)))
+        return DP_EINVAL;
+    if (!(p->marker_producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err)))
+        return dp_err(errstr, errn, DP_EINVAL, "marker producer: %s", err);
+
+    int rc = create_topics(p, errstr, errn);
+    if (rc != DP_OK)
+        return rc;
+    /* Fences any zombie with the same transactional.id and aborts its open
+     * transaction before we read state. */
+    rd_kafka_error_t *e = rd_kafka_init_transactions(p->producer, 2 * KAFKA_TIMEOUT_MS);
+    if (e) {
+        rc = dp_err(errstr, errn, DP_EIO, "init_transactions (%s): %s", txid, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return rc;
+    }
+
+    /* consumer */
+    const char *const cons_kv[][2] = {{"group.id", p->group_id},
+                                      {"enable.auto.commit", "false"},
+                                      {"enable.auto.offset.store", "false"},
+                                      {"isolation.level", "read_committed"},
+                                      {"auto.offset.reset", "earliest"}};
+    if (!(conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, cons_kv, 5, errstr, errn)))
+        return DP_EINVAL;
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_opaque(conf, p);
+    if (!(p->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err)))
+        return dp_err(errstr, errn, DP_EINVAL, "consumer: %s", err);
+    rd_kafka_poll_set_consumer(p->consumer);
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, p->cfg->topic_updates, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t se = rd_kafka_subscribe(p->consumer, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (se)
+        return dp_err(errstr, errn, DP_EIO, "subscribe to %s: %s", p->cfg->topic_updates, rd_kafka_err2str(se));
+    dp_log(DP_LOG_INFO, "consuming %s as group '%s', transactional.id '%s'", p->cfg->topic_updates, p->group_id,
+           txid);
+    return DP_OK;
+}
+
+/* --- the loop --------------------------------------------------------------------- */
+
+static void log_progress(proc *p, int64_t now)
+{
+    int64_t lag = 0;
+    for (int32_t i = 0; i < p->n_parts; i++) {
+        if (!p->parts[i].assigned)
+            continue;
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_get_watermark_offsets(p->consumer, p->cfg->topic_updates, i, &lo, &hi) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR &&
+            hi >= 0) {
+            int64_t pos = p->parts[i].position == NO_OFFSET ? lo : p->parts[i].position;
+            if (hi > pos)
+                lag += hi - pos;
+        }
+    }
+    double secs = (double)(now - p->last_progress_ms) / 1000.0;
+    dp_log(DP_LOG_INFO,
+           "progress: %.1f records/s, %" PRIu64 " records, %" PRIu64 " steps released, %" PRIu64
+           " dead letters, %" PRIu64 " idle markers, %zu streams, lag %" PRId64,
+           secs > 0 ? (double)(p->n_msgs - p->last_msgs) / secs : 0.0, p->n_msgs, p->n_steps, p->n_dlq,
+           p->n_markers, p->streams.count, lag);
+    p->last_msgs = p->n_msgs;
+    p->last_progress_ms = now;
+}
+
+static void teardown(proc *p)
+{
+    if (p->consumer) {
+        rd_kafka_consumer_close(p->consumer);   /* leaves the group (revoke callback runs) */
+        rd_kafka_destroy(p->consumer);
+    }
+    if (p->producer)
+        rd_kafka_destroy(p->producer);
+    if (p->marker_producer) {
+        rd_kafka_flush(p->marker_producer, 10000);
+        rd_kafka_destroy(p->marker_producer);
+    }
+    for (int32_t i = 0; i < p->n_parts; i++)
+        p->parts[i].assigned = 0;
+    drop_unassigned_streams(p);
+    dp_bytes_map_free(&p->streams);
+    free(p->parts);
+    free(p->chunk.recs);
+    free(p->chunk.row_at);
+    free(p->chunk.pt_at);
+    free(p->chunk.rows);
+    free(p->chunk.pts);
+    dp_buf_free(&p->enc);
+    dp_wire_arena_free(&p->arena);
+}
+
+int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size)
+{
+    if (!o || !o->config || !o->noise_key || !o->instance_id || !o->stop || o->chunk_records == 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "processor: missing option");
+    proc p;
+    memset(&p, 0, sizeof p);
+    p.o = o;
+    p.cfg = o->config;
+    dp_bytes_map_init(&p.streams);
+    dp_buf_init(&p.enc);
+    dp_wire_arena_init(&p.arena);
+    int rc = setup(&p, errstr, errstr_size);
+    p.last_progress_ms = now_ms();
+    int64_t last_idle_check = 0;
+    while (rc == DP_OK && !*o->stop && !p.fatal) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(p.consumer, POLL_MS);
+        if (m) {
+            if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                int hr = handle_message(&p, m);
+                if (hr == DP_ENOMEM) {
+                    rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+                } else if (hr != DP_OK && !p.fatal) {
+                    /* transaction trouble: state rolled back below */
+                    p.need_rewind = 1;
+                    if (p.txn_open)
+                        txn_abort(&p);
+                }
+            } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                dp_log(rd_kafka_message_errstr(m) && m->err == RD_KAFKA_RESP_ERR__FATAL ? DP_LOG_ERROR : DP_LOG_WARN,
+                       "consumer: %s", rd_kafka_message_errstr(m));
+                if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+                    set_fatal(&p, "fatal consumer error: %s", rd_kafka_message_errstr(m));
+            }
+            rd_kafka_message_destroy(m);
+        }
+        if (p.need_rewind && !p.fatal && rewind_assigned(&p) != DP_OK && !p.fatal)
+            set_fatal(&p, "%s", "could not restore state after an aborted transaction");
+        int64_t now = now_ms();
+        if (p.txn_open && now - p.txn_begin_ms >= o->dlq_commit_ms)
+            txn_commit(&p);   /* dead letters with no step close to ride on */
+        if (now - last_idle_check >= 200) {
+            idle_markers(&p);
+            last_idle_check = now;
+        }
+        if (o->progress_interval_ms > 0 && now - p.last_progress_ms >= o->progress_interval_ms)
+            log_progress(&p, now);
+    }
+    if (rc == DP_OK && p.fatal)
+        rc = dp_err(errstr, errstr_size, DP_ESTATE, "%s", p.fatal_msg);
+    if (p.txn_open && !p.fatal) {
+        if (txn_commit(&p) != DP_OK)
+            dp_log(DP_LOG_WARN, "shutdown: open transaction aborted");
+    } else if (p.txn_open) {
+        txn_abort(&p);
+    }
+    if (p.consumer)
+        log_progress(&p, now_ms());
+    teardown(&p);
+    return rc;
+}

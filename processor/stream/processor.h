@@ -1,0 +1,42 @@
+/* processor.h — the Kafka processor behind `dpstream run` (DESIGN.md §1-§3).
+ *
+ * Consumes the updates topic in a consumer group (key = stream id), routes
+ * each stream to its synthesizer (stream_config.h), and for every closed
+ * step commits one Kafka transaction holding the release (record chunks +
+ * manifest), the budget event, the stream's snapshot, the partition's
+ * progress record and the consumer offsets.  See processor.c for the
+ * restore/commit protocol that makes a crash-and-replay exact. */
+#ifndef DP_STREAM_PROCESSOR_H
+#define DP_STREAM_PROCESSOR_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/drbg.h"
+#include "stream/stream_config.h"
+
+typedef struct dp_processor_options {
+    const dp_stream_config *config;
+    const dp_key *noise_key;              /* secret noise key (never logged, never snapshotted) */
+    const dp_key *state_key;              /* NULL: snapshots unencrypted */
+    const char   *instance_id;            /* stable across restarts: transactional.id suffix */
+    const char   *bootstrap_override;     /* NULL or replaces bootstrap.servers */
+    uint32_t      chunk_records;          /* synthetic records per Kafka message (>= 1) */
+    int64_t       idle_timeout_ms;        /* 0: no idle close; else append CLOSE_STEP after this much silence */
+    int64_t       progress_interval_ms;   /* info log period (0: never) */
+    int64_t       dlq_commit_ms;          /* commit pending dead letters at least this often */
+    volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
+} dp_processor_options;
+
+/* Runs until *stop.  DP_OK after a clean shutdown (open transaction
+ * committed or aborted, group left); otherwise a negative status with the
+ * reason in errstr (fenced by a newer instance, fatal Kafka error, state
+ * that does not restore). */
+int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size);
+
+/* The transactional.id used for (group id, instance id): "<group>.<instance>". */
+int dp_processor_transactional_id(const char *group_id, const char *instance_id,
+                                  char *out, size_t out_size);
+
+#endif
