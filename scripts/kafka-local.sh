@@ -85,11 +85,13 @@ fetch_jars() {
     local tmp="$libs.tmp.$$"
     rm -rf "$tmp"
     # Pinned plugin version: the copy is reproducible and needs no settings.xml.
+    local mvnlog="$cache/kafka-$KAFKA_VERSION-fetch.log"
     if ! "$MVN" -B -q -Dstyle.color=never -f "$conf_src/pom.xml" \
             org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-            -DoutputDirectory="$tmp" -DincludeScope=runtime >&2; then
+            -DoutputDirectory="$tmp" -DincludeScope=runtime >"$mvnlog" 2>&1; then
         rm -rf "$tmp"
-        die "maven could not fetch the Kafka jars (is Maven Central reachable?)"
+        tail -n 40 "$mvnlog" >&2
+        die "maven could not fetch the Kafka jars (is Maven Central reachable?); log: $mvnlog"
     fi
     [ -f "$tmp/kafka_2.13-$KAFKA_VERSION.jar" ] || { rm -rf "$tmp"; die "kafka_2.13-$KAFKA_VERSION.jar missing after fetch"; }
     [ -f "$tmp/reload4j-1.2.25.jar" ] || { rm -rf "$tmp"; die "reload4j-1.2.25.jar missing after fetch"; }
@@ -133,6 +135,8 @@ log_tail() {
 
 write_config() {
     mkdir -p "$datadir"
+    # A copy, so a running broker does not depend on the source tree.
+    cp "$conf_src/log4j.properties" "$state/log4j.properties"
     sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$ctl_port|g" -e "s|@DATA_DIR@|$datadir|g" \
         "$conf_src/server.properties.in" >"$props.tmp"
     mv "$props.tmp" "$props"
@@ -140,7 +144,7 @@ write_config() {
 
 format_storage() {
     # --ignore-formatted: a data directory from an earlier run is kept.
-    if ! "$JAVA" -Xmx256m -Dlog4j.configuration="file:$conf_src/log4j.properties" \
+    if ! "$JAVA" -Xmx256m -Dlog4j.configuration="file:$state/log4j.properties" \
             -cp "$libs/*" kafka.tools.StorageTool format \
             -t "$cluster_id" -c "$props" --ignore-formatted >>"$logfile" 2>&1; then
         log_tail
@@ -154,7 +158,7 @@ launch() {
     # The inner shell writes its own pid, then execs java under that pid.
     setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" \
         "$JAVA" -Xmx"$heap" -Xms"$heap" -XX:+UseG1GC -Djava.awt.headless=true \
-        -Dlog4j.configuration="file:$conf_src/log4j.properties" \
+        -Dlog4j.configuration="file:$state/log4j.properties" \
         -cp "$libs/*" kafka.Kafka "$props" \
         </dev/null >>"$logfile" 2>&1 9>&- 8>&- &
     local i

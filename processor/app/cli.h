@@ -19,6 +19,7 @@ int cmd_gen_panel(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_produce(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_load(int argc, char **argv);
 
 /* Print "dpstream <cmd>: <message>" to stderr; returns 2 (usage/config
  * errors) so callers can `return cli_fail(...)`. */

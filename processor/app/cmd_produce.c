@@ -26,7 +26,7 @@
 #include "stream/kafka_util.h"
 #include "stream/log.h"
 #include "stream/stream_config.h"
-#include "stream/wire.h"
+#include "codec/codec.h"
 
 static void produce_usage(FILE *f)
 {
@@ -55,6 +55,7 @@ static int send_one(rd_kafka_t *rk, const char *topic, const void *key, size_t k
 {
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY((void *)key, key_len),
+                                                  RD_KAFKA_V_HEADER("dpstream.type", "Update", -1),
                                                   RD_KAFKA_V_VALUE((void *)val, len),
                                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (!e)
@@ -114,6 +115,7 @@ int cmd_produce(int argc, char **argv)
 
     int status = 1, failed = 0;
     rd_kafka_t *rk = NULL;
+    dp_codec *codec = NULL;
     dp_update_owned upd;
     dp_update_owned_init(&upd);
     dp_buf enc;
@@ -132,6 +134,12 @@ int cmd_produce(int argc, char **argv)
     rd_kafka_conf_set_opaque(conf, &failed);
     if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err))) {
         status = cli_fail(cmd, "%s", err);
+        goto done;
+    }
+    dp_codec_options copts;
+    memset(&copts, 0, sizeof copts);
+    if (dp_codec_create(&codec, &copts, err, sizeof err) != DP_OK) {
+        cli_fail(cmd, "%s", err);
         goto done;
     }
     dp_topic_spec spec = {cfg->topic_updates, (int)partitions, 0};
@@ -162,8 +170,8 @@ int cmd_produce(int argc, char **argv)
             continue;
         }
         enc.len = 0;
-        if (dp_wire_encode_update(&upd.u, &enc) != DP_OK) {
-            cli_fail(cmd, "line %" PRIu64 ": cannot encode the update", line_no);
+        if (dp_codec_encode_update_buf(codec, &upd.u, &enc, err, sizeof err) != DP_OK) {
+            cli_fail(cmd, "line %" PRIu64 ": cannot encode the update: %s", line_no, err);
             goto done;
         }
         if (send_one(rk, cfg->topic_updates, upd.u.stream_id, upd.u.stream_id_len, enc.data, enc.len) != 0)
@@ -185,6 +193,7 @@ done:
     free(line);
     dp_buf_free(&enc);
     dp_update_owned_free(&upd);
+    dp_codec_destroy(codec);
     if (rk)
         rd_kafka_destroy(rk);
     if (in != stdin)

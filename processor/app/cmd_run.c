@@ -52,6 +52,8 @@ static void run_usage(FILE *f)
             "                        with unreleased data (default 60000; 0 disables)\n"
             "  --progress-ms MS      info-level progress line period (default 10000)\n"
             "  --dlq-commit-ms MS    commit pending dead letters at least this often (default 1000)\n"
+            "  --debug-commit-delay-ms MS  testing aid: pause inside each transaction before its\n"
+            "                        commit (crash tests use it to kill mid-transaction)\n"
             "DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers.  SIGTERM/SIGINT stop cleanly.\n");
 }
 
@@ -61,7 +63,7 @@ int cmd_run(int argc, char **argv)
     const char *config_path = NULL, *key_file = NULL, *key_hex = NULL, *state_key_file = NULL;
     const char *instance_id = getenv("DPSTREAM_INSTANCE_ID");
     const char *log_level = "info";
-    uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000;
+    uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000, debug_delay = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -84,6 +86,7 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(a, "--idle-timeout-ms") == 0) num = &idle;
         else if (strcmp(a, "--progress-ms") == 0) num = &progress;
         else if (strcmp(a, "--dlq-commit-ms") == 0) num = &dlq_ms;
+        else if (strcmp(a, "--debug-commit-delay-ms") == 0) num = &debug_delay;
         else {
             run_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);
@@ -137,6 +140,7 @@ int cmd_run(int argc, char **argv)
                               .idle_timeout_ms = (int64_t)idle,
                               .progress_interval_ms = (int64_t)progress,
                               .dlq_commit_ms = (int64_t)dlq_ms,
+                              .debug_commit_delay_ms = (int64_t)debug_delay,
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);

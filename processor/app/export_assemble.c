@@ -7,77 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec.h"
 #include "core/dp_error.h"
 
-/* --- canonical encoding and checksum ---------------------------------------------- */
-
-static void put_varint_zz(dp_buf *b, int64_t v)
-{
-    /* Avro long: zigzag, then little-endian base-128 varint */
-    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        uint8_t byte = z & 0x7f;
-        z >>= 7;
-        tmp[n++] = z ? (uint8_t)(byte | 0x80) : byte;
-    } while (z);
-    dp_buf_put_bytes(b, tmp, n);
-}
-
-int dp_export_canonical_record(dp_buf *b, const dp_synth_record *r)
-{
-    if (r->synthetic_id > (uint64_t)INT64_MAX)
-        return DP_EINVAL;   /* Avro long */
-    put_varint_zz(b, (int64_t)r->synthetic_id);
-    const dp_payload *p = &r->value;
-    switch (p->kind) {
-    case DP_PAYLOAD_CATEGORY:
-        put_varint_zz(b, 0);
-        put_varint_zz(b, p->category);
-        break;
-    case DP_PAYLOAD_ROW:
-        put_varint_zz(b, 1);
-        if (p->row_len) {
-            put_varint_zz(b, (int64_t)p->row_len);
-            for (size_t i = 0; i < p->row_len; i++)
-                put_varint_zz(b, p->row[i]);
-        }
-        dp_buf_put_u8(b, 0);
-        break;
-    case DP_PAYLOAD_POINT:
-        put_varint_zz(b, 2);
-        if (p->point_len) {
-            put_varint_zz(b, (int64_t)p->point_len);
-            for (size_t i = 0; i < p->point_len; i++)
-                dp_buf_put_f64(b, p->point[i]);   /* 8 bytes little-endian IEEE-754 */
-        }
-        dp_buf_put_u8(b, 0);
-        break;
-    default:
-        return DP_EINVAL;   /* a synthetic record always has a value */
-    }
-    return dp_buf_status(b);
-}
-
-int dp_export_checksum(const dp_synth_record *records, size_t n, uint8_t out[DP_EXPORT_CHECKSUM_BYTES])
-{
-    crypto_generichash_state st;
-    if (crypto_generichash_init(&st, NULL, 0, DP_EXPORT_CHECKSUM_BYTES) != 0)
-        return DP_EINVAL;
-    dp_buf b;
-    dp_buf_init(&b);
-    int rc = DP_OK;
-    for (size_t i = 0; i < n && rc == DP_OK; i++) {
-        b.len = 0;
-        if ((rc = dp_export_canonical_record(&b, &records[i])) == DP_OK)
-            crypto_generichash_update(&st, b.data, b.len);
-    }
-    dp_buf_free(&b);
-    if (rc == DP_OK)
-        crypto_generichash_final(&st, out, DP_EXPORT_CHECKSUM_BYTES);
-    return rc;
-}
+_Static_assert(DP_EXPORT_CHECKSUM_BYTES == DP_CODEC_CHECKSUM_BYTES, "checksum sizes differ");
 
 /* --- owned copies ------------------------------------------------------------------- */
 
@@ -490,7 +423,11 @@ static int try_complete(dp_export_asm *a, stream_state *s, pending *p, const dp_
         return rc;
     if (p->manifest.em.has_checksum) {
         uint8_t sum[DP_EXPORT_CHECKSUM_BYTES];
-        rc = dp_export_checksum(all, n, sum);
+        dp_codec_checksum h;
+        dp_codec_checksum_init(&h);
+        for (size_t i = 0; i < n && rc == DP_OK; i++)
+            rc = dp_codec_checksum_add(&h, &all[i]);
+        dp_codec_checksum_final(&h, sum);
         if (rc != DP_OK || sodium_memcmp(sum, p->manifest.em.checksum, sizeof sum) != 0) {
             free(all);
             a->stats.failed_checks++;

@@ -11,7 +11,8 @@
  *     >= chunk_count are ignored);
  *   - the chunks hold exactly record_count records;
  *   - if the manifest carries a checksum, the BLAKE2b-256 of the records'
- *     canonical encodings (dp_export_checksum) equals it.
+ *     canonical encodings (schemas/ReleaseManifest.avsc, computed by the
+ *     codec's dp_codec_checksum_*) equals it.
  * Until then nothing of the release is passed on: a partial release is
  * never written.
  *
@@ -39,7 +40,7 @@
 
 #include "synth/synth.h"
 
-#define DP_EXPORT_CHECKSUM_BYTES 32
+#define DP_EXPORT_CHECKSUM_BYTES 32   /* = DP_CODEC_CHECKSUM_BYTES */
 
 /* A decoded manifest (all pointers borrowed for the call). */
 typedef struct dp_export_manifest {
@@ -95,14 +96,5 @@ size_t dp_export_asm_pending(const dp_export_asm *a,
                              void (*fn)(void *ctx, const char *stream, size_t stream_len, uint64_t step,
                                         const char *what),
                              void *ctx);
-
-/* The manifest checksum of ReleaseManifest.avsc: BLAKE2b-256 (unkeyed) of
- * the concatenated canonical encodings of the records (zigzag varint
- * synthetic_id, zigzag varint union branch 0/1/2, then the value as Avro
- * binary with each array written as at most one block). */
-int dp_export_checksum(const dp_synth_record *records, size_t n, uint8_t out[DP_EXPORT_CHECKSUM_BYTES]);
-
-/* One record's canonical encoding, appended to b (exposed for tests). */
-int dp_export_canonical_record(dp_buf *b, const dp_synth_record *r);
 
 #endif

@@ -20,6 +20,7 @@ static const command COMMANDS[] = {
     {"run",     cmd_run,     "run the Kafka processor (consumer group, one transaction per closed step)"},
     {"produce", cmd_produce, "produce update JSON lines to the updates topic as Avro, keyed by stream id"},
     {"export",  cmd_export,  "read the committed output topics and write them as JSON lines"},
+    {"load",    cmd_load,    "turn CSV or JSONL rows into updates (JSON lines file or Kafka)"},
 };
 
 static void usage(FILE *f)

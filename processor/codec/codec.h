@@ -12,10 +12,11 @@
  *              deserializers expect.  The ids come from the configuration
  *              (whoever registered the schemas); decode refuses any other.
  *
- * A codec builds each schema, its generic value class and one value object
- * once, and reuses them for every message (allocation per message is then
- * bounded by avro-c's per-string copies; memory does not grow with the
- * number of messages).  A codec is not thread-safe: one per thread.
+ * A codec builds each schema, its generic value class and two value objects
+ * (one to encode into, one to decode into) once, and reuses them for every
+ * message (allocation per message is then bounded by avro-c's per-string
+ * copies; memory does not grow with the number of messages).  A codec is
+ * not thread-safe: one per thread.
  *
  * Decoding is the dead-letter path's first line: whatever the bytes, a
  * decode returns DP_OK or DP_EINVAL with a sentence in errstr (the input is
@@ -30,7 +31,8 @@
  *
  * Decoded structs borrow from storage inside the codec: they stay valid
  * until the next decode of the *same* message type on the same codec (or
- * dp_codec_destroy).  Decoding another type does not invalidate them.
+ * dp_codec_destroy).  Decoding another type, or encoding anything (the
+ * decoded struct itself included), does not invalidate them.
  *
  * Encoding writes into a caller buffer (buf, cap): on success *len is the
  * message length; if cap is too small the result is DP_ERANGE and *len is

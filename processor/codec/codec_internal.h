@@ -1,7 +1,8 @@
 /* codec_internal.h — shared between the codec's files; not a public API.
  *
- * Every message type has one slot: its schema, generic value class and one
- * value object, created by dp_codec_create and reused for every message.
+ * Every message type has one slot: its schema, generic value class and two
+ * value objects (encode, decode), created by dp_codec_create and reused for
+ * every message.
  * Field positions are fixed by the schemas; dp_codec_create checks each
  * record's field names against the lists below, so an edited schema that
  * moves a field fails at startup instead of encoding the wrong thing. */
@@ -17,8 +18,12 @@
 typedef struct dpc_slot {
     avro_schema_t       schema;
     avro_value_iface_t *iface;
-    avro_value_t        value;
-    int                 has_value;
+    /* Separate values for the two directions: a decoded struct borrows
+     * from `dec`, so encoding (even the decoded struct itself) must not
+     * reset it. */
+    avro_value_t        enc;
+    avro_value_t        dec;
+    int                 n_values;   /* how many of enc, dec exist (for cleanup) */
 } dpc_slot;
 
 /* A growable array owned by the codec (decode storage). */

@@ -77,12 +77,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "codec/codec.h"
 #include "core/dp_error.h"
 #include "stream/bytes_map.h"
 #include "stream/kafka_util.h"
 #include "stream/log.h"
 #include "stream/state_record.h"
-#include "stream/wire.h"
 #include "synth/synth.h"
 
 #define KAFKA_TIMEOUT_MS   30000
@@ -139,8 +139,9 @@ typedef struct proc {
     int                         need_rewind;
     int                         fatal;
     char                        fatal_msg[1200];
-    dp_update                   upd;
-    dp_wire_arena               arena;    /* memory of the decoded update */
+    dp_codec                   *codec;
+    dp_update                   upd;      /* borrows from the codec */
+    dp_codec_checksum           cksum;    /* of the release being closed */
     ps_chunk                    chunk;
     dp_buf                      enc;
     /* the close in progress */
@@ -245,12 +246,16 @@ static int64_t partition_commit_offset(proc *p, int32_t part)
 
 /* --- producing ----------------------------------------------------------------- */
 
-static int produce(proc *p, rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
-                   size_t key_len, const void *val, size_t val_len)
+/* Every message carries a "dpstream.type" header naming its schema
+ * (codec.h type names, or "Progress"), because the synthetic topic holds
+ * two schemas and the state topic a private record besides Snapshots. */
+static int produce(proc *p, rd_kafka_t *rk, const char *topic, int32_t partition, const char *type,
+                   const void *key, size_t key_len, const void *val, size_t val_len)
 {
     for (;;) {
         rd_kafka_resp_err_t err = rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_HEADER("dpstream.type", type, -1),
             RD_KAFKA_V_KEY((void *)key, key_len), RD_KAFKA_V_VALUE((void *)val, val_len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -331,7 +336,7 @@ static int txn_commit(proc *p)
                           p->cfg->topic_updates, i);
         p->enc.len = 0;
         if ((rc = dp_state_encode_progress(&r, &p->enc)) == DP_OK)
-            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, key, (size_t)kl,
+            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, "Progress", key, (size_t)kl,
                          p->enc.data, p->enc.len);
         rd_kafka_topic_partition_list_add(offs, p->cfg->topic_updates, i)->offset = c;
     }
@@ -342,6 +347,12 @@ static int txn_commit(proc *p)
         rd_kafka_consumer_group_metadata_destroy(md);
     }
     rd_kafka_topic_partition_list_destroy(offs);
+    if (rc == DP_OK && p->o->debug_commit_delay_ms > 0) {
+        rd_kafka_flush(p->producer, KAFKA_TIMEOUT_MS);   /* outputs written, transaction still open */
+        struct timespec ts = {.tv_sec = p->o->debug_commit_delay_ms / 1000,
+                              .tv_nsec = (long)(p->o->debug_commit_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     if (rc == DP_OK)
         rc = txn_error(p, "commit_transaction", rd_kafka_commit_transaction(p->producer, KAFKA_TIMEOUT_MS));
     if (rc != DP_OK) {
@@ -380,20 +391,23 @@ static int dead_letter(proc *p, const rd_kafka_message_t *m, dp_reject_reason re
     int rc = txn_begin(p);
     if (rc != DP_OK)
         return rc;
-    dp_dead_letter d = {.topic = rd_kafka_topic_name(m->rkt),
+    dp_codec_dead_letter d = {.topic = rd_kafka_topic_name(m->rkt),
                         .partition = m->partition,
                         .offset = m->offset,
                         .key = m->key,
                         .key_len = m->key_len,
-                        .reason = dp_reject_reason_name(reason),
+                        .reason = reason,
                         .text = text,
                         .raw = m->payload,
                         .raw_len = m->len};
     p->enc.len = 0;
-    if ((rc = dp_wire_encode_dead_letter(&d, &p->enc)) != DP_OK)
+    char err[256];
+    if ((rc = dp_codec_encode_dead_letter_buf(p->codec, &d, &p->enc, err, sizeof err)) != DP_OK) {
+        dp_log(DP_LOG_ERROR, "cannot encode a dead letter: %s", err);
         return rc;
-    rc = produce(p, p->producer, p->cfg->topic_dead_letter, RD_KAFKA_PARTITION_UA, m->key, m->key_len,
-                 p->enc.data, p->enc.len);
+    }
+    rc = produce(p, p->producer, p->cfg->topic_dead_letter, RD_KAFKA_PARTITION_UA,
+                 dp_codec_type_name(DP_CODEC_DEAD_LETTER), m->key, m->key_len, p->enc.data, p->enc.len);
     if (rc == DP_OK)
         p->n_dlq++;
     dp_log(DP_LOG_DEBUG, "dead letter %s at %s[%" PRId32 "]@%" PRId64 ": %s",
@@ -409,12 +423,17 @@ static int chunk_flush(proc *p)
     if (c->n == 0)
         return DP_OK;
     p->enc.len = 0;
-    dp_wire_chunk wc = {.stream_id = p->closing->id, .stream_id_len = p->closing->id_len,
-                        .step = p->closing_step, .index = p->chunk_index, .records = c->recs, .n = c->n};
-    int rc = dp_wire_encode_chunk(&wc, &p->enc);
-    if (rc == DP_OK)
-        rc = produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA, p->closing->id,
-                     p->closing->id_len, p->enc.data, p->enc.len);
+    dp_codec_chunk wc = {.stream_id = p->closing->id, .stream_id_len = p->closing->id_len,
+                         .step = p->closing_step, .chunk_index = p->chunk_index, .records = c->recs,
+                         .n_records = c->n};
+    char err[256];
+    int rc = dp_codec_encode_chunk_buf(p->codec, &wc, &p->enc, err, sizeof err);
+    if (rc != DP_OK)
+        dp_log(DP_LOG_ERROR, "cannot encode a release chunk: %s", err);
+    else
+        rc = produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA,
+                     dp_codec_type_name(DP_CODEC_SYNTHETIC_RECORD), p->closing->id, p->closing->id_len,
+                     p->enc.data, p->enc.len);
     p->chunk_index++;
     c->n = c->rows_n = c->pts_n = 0;
     return rc;
@@ -452,6 +471,9 @@ static int sink_record(void *ctx, const dp_synth_record *r)
 {
     proc *p = ctx;
     ps_chunk *c = &p->chunk;
+    int crc = dp_codec_checksum_add(&p->cksum, r);
+    if (crc != DP_OK)
+        return crc;
     size_t at_cap = c->at_cap;
     if (grow_to((void **)&c->recs, &c->cap, c->n + 1, sizeof *c->recs) != DP_OK ||
         grow_to((void **)&c->row_at, &at_cap, c->n + 1, sizeof *c->row_at) != DP_OK ||
@@ -487,25 +509,35 @@ static int sink_manifest(void *ctx, const dp_release_manifest *m)
     int rc = chunk_flush(p);
     if (rc != DP_OK)
         return rc;
+    dp_codec_manifest cm = {.m = *m, .chunk_count = p->chunk_index};
+    dp_codec_checksum_final(&p->cksum, cm.checksum);
     p->enc.len = 0;
-    if ((rc = dp_wire_encode_manifest(m, p->chunk_index, &p->enc)) != DP_OK)
+    char err[256];
+    if ((rc = dp_codec_encode_manifest_buf(p->codec, &cm, &p->enc, err, sizeof err)) != DP_OK) {
+        dp_log(DP_LOG_ERROR, "cannot encode a release manifest: %s", err);
         return rc;
-    return produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA, p->closing->id,
-                   p->closing->id_len, p->enc.data, p->enc.len);
+    }
+    return produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA,
+                   dp_codec_type_name(DP_CODEC_RELEASE_MANIFEST), p->closing->id, p->closing->id_len,
+                   p->enc.data, p->enc.len);
 }
 
 static int sink_budget(void *ctx, const dp_budget_event *e)
 {
     proc *p = ctx;
     p->enc.len = 0;
-    int rc = dp_wire_encode_budget(e, &p->enc);
-    if (rc != DP_OK)
+    char err[256];
+    int rc = dp_codec_encode_budget_buf(p->codec, e, &p->enc, err, sizeof err);
+    if (rc != DP_OK) {
+        dp_log(DP_LOG_ERROR, "cannot encode a budget event: %s", err);
         return rc;
+    }
     if (e->status == DP_BUDGET_EXHAUSTED)
         dp_log(DP_LOG_INFO, "stream '%s' exhausted its budget at step %" PRIu64 " (spent %.6g of %.6g)",
                p->closing->id, e->step, e->spent_total, e->budget_total);
-    return produce(p, p->producer, p->cfg->topic_budget, RD_KAFKA_PARTITION_UA, p->closing->id,
-                   p->closing->id_len, p->enc.data, p->enc.len);
+    return produce(p, p->producer, p->cfg->topic_budget, RD_KAFKA_PARTITION_UA,
+                   dp_codec_type_name(DP_CODEC_BUDGET_EVENT), p->closing->id, p->closing->id_len, p->enc.data,
+                   p->enc.len);
 }
 
 static int write_snapshot(proc *p, ps_stream *s)
@@ -523,14 +555,16 @@ static int write_snapshot(proc *p, ps_stream *s)
                              .skip_below = s->skip_below,
                              .open_step = dp_synth_open_step(s->synth),
                              .synthesizer = s->route->synthesizer,
-                             .synthesizer_len = strlen(s->route->synthesizer),
                              .state = st.data,
                              .state_len = st.len};
         p->enc.len = 0;
-        rc = dp_state_encode_snapshot(&r, p->o->state_key, &p->enc);
-        if (rc == DP_OK)
-            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, s->id, s->id_len,
-                         p->enc.data, p->enc.len);
+        char err[256];
+        rc = dp_state_encode_snapshot(p->codec, &r, p->o->state_key, &p->enc, err, sizeof err);
+        if (rc != DP_OK)
+            dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);
+        else
+            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
+                         dp_codec_type_name(DP_CODEC_SNAPSHOT), s->id, s->id_len, p->enc.data, p->enc.len);
     }
     dp_buf_free(&st);
     return rc;
@@ -547,6 +581,7 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
     p->closing_step = dp_synth_open_step(s->synth);
     p->chunk_index = 0;
     p->chunk.n = p->chunk.rows_n = p->chunk.pts_n = 0;
+    dp_codec_checksum_init(&p->cksum);
     char err[512];
     err[0] = '\0';
     rc = dp_synth_close_step(s->synth, &sink, err, sizeof err);
@@ -587,8 +622,7 @@ static int handle_message(proc *p, const rd_kafka_message_t *m)
     p->n_msgs++;
 
     char msg[384];
-    dp_wire_arena_clear(&p->arena);
-    int rc = dp_wire_decode_update(m->payload, m->len, &p->arena, &p->upd, msg, sizeof msg);
+    int rc = dp_codec_decode_update(p->codec, m->payload, m->len, &p->upd, msg, sizeof msg);
     if (rc == DP_ENOMEM)
         return rc;
     if (rc != DP_OK)
@@ -681,9 +715,10 @@ static void idle_markers(proc *p)
         dp_update mk = {.stream_id = s->id, .stream_id_len = s->id_len, .step = open,
                         .kind = DP_UPDATE_CLOSE_STEP};
         p->enc.len = 0;
-        if (dp_wire_encode_update(&mk, &p->enc) != DP_OK ||
-            produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, s->id, s->id_len,
-                    p->enc.data, p->enc.len) != DP_OK) {
+        char err[256];
+        if (dp_codec_encode_update_buf(p->codec, &mk, &p->enc, err, sizeof err) != DP_OK ||
+            produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, dp_codec_type_name(DP_CODEC_UPDATE),
+                    s->id, s->id_len, p->enc.data, p->enc.len) != DP_OK) {
             dp_log(DP_LOG_WARN, "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
             continue;
         }
@@ -823,7 +858,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             continue;
         dp_state_record r;
         char err[512];
-        rc = dp_state_decode(v->data, v->len, p->o->state_key, &r, &scratch, err, sizeof err);
+        rc = dp_state_decode(p->codec, v->data, v->len, p->o->state_key, &r, &scratch, err, sizeof err);
         if (rc != DP_OK) {
             set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
             break;
@@ -843,8 +878,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             continue;
         }
         const dp_stream_route *route = dp_stream_config_route(p->cfg, r.stream_id, r.stream_id_len);
-        if (!route || strlen(route->synthesizer) != r.synthesizer_len ||
-            memcmp(route->synthesizer, r.synthesizer, r.synthesizer_len) != 0) {
+        if (!route || strcmp(route->synthesizer, r.synthesizer) != 0) {
             set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
                          "synthesizer; refusing to start it afresh (that would spend its budget twice)",
                       r.stream_id);
@@ -882,10 +916,12 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
              * committed: start at the beginning (restored streams still skip
              * what their snapshots cover). */
             l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
-            dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: resuming at %s%" PRId64,
-                   p->cfg->topic_updates, l->elems[i].partition,
-                   resume[i] == NO_OFFSET ? "the beginning " : "offset ",
-                   resume[i] == NO_OFFSET ? (int64_t)0 : resume[i]);
+            if (resume[i] == NO_OFFSET)
+                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
+                       p->cfg->topic_updates, l->elems[i].partition);
+            else
+                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
+                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
         }
         dp_log(DP_LOG_INFO, "restored %" PRIu64 " stream(s) from %s", restored, p->cfg->topic_state);
     }
@@ -1082,18 +1118,21 @@ static int setup(proc *p, char *errstr, size_t errn)
 
 static void log_progress(proc *p, int64_t now)
 {
+    /* lag = high watermark - fetch position, over the assigned partitions
+     * (cached values; no broker round trip) */
     int64_t lag = 0;
-    for (int32_t i = 0; i < p->n_parts; i++) {
-        if (!p->parts[i].assigned)
-            continue;
-        int64_t lo = 0, hi = 0;
-        if (rd_kafka_get_watermark_offsets(p->consumer, p->cfg->topic_updates, i, &lo, &hi) ==
-                RD_KAFKA_RESP_ERR_NO_ERROR &&
-            hi >= 0) {
-            int64_t pos = p->parts[i].position == NO_OFFSET ? lo : p->parts[i].position;
-            if (hi > pos)
-                lag += hi - pos;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(p->consumer, &l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_position(p->consumer, l);
+        for (int i = 0; i < l->cnt; i++) {
+            int64_t lo = 0, hi = 0;
+            if (l->elems[i].offset >= 0 &&
+                rd_kafka_get_watermark_offsets(p->consumer, l->elems[i].topic, l->elems[i].partition, &lo, &hi) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR &&
+                hi > l->elems[i].offset)
+                lag += hi - l->elems[i].offset;
         }
+        rd_kafka_topic_partition_list_destroy(l);
     }
     double secs = (double)(now - p->last_progress_ms) / 1000.0;
     dp_log(DP_LOG_INFO,
@@ -1128,7 +1167,7 @@ static void teardown(proc *p)
     free(p->chunk.rows);
     free(p->chunk.pts);
     dp_buf_free(&p->enc);
-    dp_wire_arena_free(&p->arena);
+    dp_codec_destroy(p->codec);
 }
 
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size)
@@ -1141,8 +1180,12 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     p.cfg = o->config;
     dp_bytes_map_init(&p.streams);
     dp_buf_init(&p.enc);
-    dp_wire_arena_init(&p.arena);
-    int rc = setup(&p, errstr, errstr_size);
+    dp_codec_options copts;
+    memset(&copts, 0, sizeof copts);
+    copts.framing = DP_CODEC_FRAMING_PLAIN;
+    int rc = dp_codec_create(&p.codec, &copts, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = setup(&p, errstr, errstr_size);
     p.last_progress_ms = now_ms();
     int64_t last_idle_check = 0;
     while (rc == DP_OK && !*o->stop && !p.fatal) {

@@ -26,6 +26,8 @@ typedef struct dp_processor_options {
     int64_t       idle_timeout_ms;        /* 0: no idle close; else append CLOSE_STEP after this much silence */
     int64_t       progress_interval_ms;   /* info log period (0: never) */
     int64_t       dlq_commit_ms;          /* commit pending dead letters at least this often */
+    int64_t       debug_commit_delay_ms;  /* testing aid: pause inside every transaction before
+                                             committing, so a kill -9 lands mid-transaction */
     volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
 } dp_processor_options;
 

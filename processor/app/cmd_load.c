@@ -1,0 +1,811 @@
+/* cmd_load.c — `dpstream load`: CSV or JSONL rows → dpstream Updates.
+ *
+ *   dpstream load --input FILE [--format csv|jsonl] (--mapping M.json | flags…)
+ *                 (--out UPDATES.jsonl | --topic T | --config CONFIG.json)
+ *                 [--close-steps [--max-gap N]] [--rejects R.jsonl] [--quiet]
+ *
+ * Rows are read in order and converted by the mapping (load_mapping.h).
+ * Output is the update JSON lines of update_json.h (what `dpstream replay`
+ * reads), or Avro Updates produced to Kafka keyed by stream id (see
+ * load_kafka in this file).
+ *
+ * --close-steps (DESIGN.md §2: step boundaries are markers in the log):
+ * per stream, when a row's step is after the stream's current step, a
+ * CLOSE_STEP marker is written for every step from the current one up to
+ * the row's step - 1 (an empty step in between is closed too, or the
+ * processor would refuse the later rows as FUTURE_STEP); at end of input
+ * the last step of every stream is closed, streams in order of first
+ * appearance.  A row for a step already closed is rejected
+ * (STEP_BACKWARDS: the input must be sorted by step within each stream),
+ * and a row skipping more than --max-gap (default 10000) empty steps is
+ * rejected (STEP_GAP), which catches a wrong origin or length before it
+ * floods the log with markers.
+ *
+ * Rejected rows never stop the load: each is reported on stderr with its
+ * line number and reason, and appended to --rejects as JSON lines
+ * {"line":N,"reason":"…","text":"…","raw":"…"}.  Fatal errors (unreadable
+ * input, a bad mapping, a column missing from the header, an output or
+ * delivery failure) exit 1 (usage errors 2); otherwise the exit code is 0
+ * and a summary is printed. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/cli.h"
+#include "app/csv_reader.h"
+#include "app/load_kafka.h"
+#include "app/load_mapping.h"
+#include "app/update_json.h"
+#include "core/dp_error.h"
+
+#define LOAD_MAX_RECORD  (1u << 20)
+#define LOAD_FLUSH_AT    (1u << 16)
+
+/* --- output targets ------------------------------------------------------------------ */
+
+typedef struct load_target {
+    /* file target */
+    FILE    *f;
+    dp_jbuf  buf;
+    /* kafka target */
+    dp_load_kafka *kafka;
+} load_target;
+
+static int target_emit(load_target *t, const dp_update *u, char *err, size_t errsz)
+{
+    if (t->kafka)
+        return dp_load_kafka_send(t->kafka, u, err, errsz);
+    if (dp_update_json_format(&t->buf, u) != 0)
+        return dp_err(err, errsz, DP_ENOMEM, "cannot format update (out of memory)");
+    if (t->buf.len >= LOAD_FLUSH_AT) {
+        size_t w = fwrite(t->buf.data, 1, t->buf.len, t->f);
+        int ok = w == t->buf.len;
+        dp_jbuf_reset(&t->buf);
+        if (!ok)
+            return dp_err(err, errsz, DP_EIO, "write failed: %s", strerror(errno));
+    }
+    return DP_OK;
+}
+
+static int target_finish(load_target *t, char *err, size_t errsz)
+{
+    if (t->kafka)
+        return dp_load_kafka_flush(t->kafka, err, errsz);
+    if (t->buf.len && fwrite(t->buf.data, 1, t->buf.len, t->f) != t->buf.len)
+        return dp_err(err, errsz, DP_EIO, "write failed: %s", strerror(errno));
+    dp_jbuf_reset(&t->buf);
+    if (fflush(t->f) != 0)
+        return dp_err(err, errsz, DP_EIO, "write failed: %s", strerror(errno));
+    return DP_OK;
+}
+
+/* --- per-stream step tracking (for --close-steps) ------------------------------------- */
+
+typedef struct stream_pos {
+    char    *id;
+    size_t   len;
+    uint64_t step;     /* current (open) step */
+} stream_pos;
+
+typedef struct stream_track {
+    stream_pos *v;     /* in order of first appearance */
+    size_t      n, cap;
+    size_t     *index; /* open addressing over v, capacity idx_cap (power of two), SIZE_MAX = empty */
+    size_t      idx_cap;
+    size_t      last;  /* v index of the previous row's stream (rows of one stream come in runs) */
+} stream_track;
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static int track_rehash(stream_track *t, size_t cap)
+{
+    size_t *idx = malloc(cap * sizeof *idx);
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        idx[i] = SIZE_MAX;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t j = (size_t)fnv1a(t->v[k].id, t->v[k].len) & (cap - 1);
+        while (idx[j] != SIZE_MAX)
+            j = (j + 1) & (cap - 1);
+        idx[j] = k;
+    }
+    free(t->index);
+    t->index = idx;
+    t->idx_cap = cap;
+    return 0;
+}
+
+/* The stream's entry, created with step 0 ("nothing seen") if new. */
+static stream_pos *track_get(stream_track *t, const char *id, size_t len)
+{
+    if (t->n && t->last < t->n && t->v[t->last].len == len && memcmp(t->v[t->last].id, id, len) == 0)
+        return &t->v[t->last];
+    if (t->idx_cap == 0 && track_rehash(t, 64) != 0)
+        return NULL;
+    size_t j = (size_t)fnv1a(id, len) & (t->idx_cap - 1);
+    for (; t->index[j] != SIZE_MAX; j = (j + 1) & (t->idx_cap - 1)) {
+        stream_pos *p = &t->v[t->index[j]];
+        if (p->len == len && memcmp(p->id, id, len) == 0) {
+            t->last = t->index[j];
+            return p;
+        }
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        stream_pos *v = realloc(t->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        t->v = v;
+        t->cap = cap;
+    }
+    stream_pos *p = &t->v[t->n];
+    if (!(p->id = malloc(len + 1)))
+        return NULL;
+    memcpy(p->id, id, len);
+    p->id[len] = '\0';
+    p->len = len;
+    p->step = 0;
+    t->index[j] = t->n;
+    t->last = t->n;
+    t->n++;
+    if (t->n * 2 > t->idx_cap && track_rehash(t, t->idx_cap * 2) != 0)
+        return NULL;
+    return &t->v[t->last];
+}
+
+static void track_free(stream_track *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].id);
+    free(t->v);
+    free(t->index);
+    memset(t, 0, sizeof *t);
+}
+
+/* --- the run ----------------------------------------------------------------------------- */
+
+typedef struct load_run {
+    const dp_load_mapping *map;
+    load_target  *target;
+    int           close_steps;
+    uint64_t      max_gap;
+    int           quiet;
+    FILE         *rejects;
+    dp_jbuf       rej_buf;
+    stream_track  track;
+    dp_load_row   row;
+    /* counters */
+    uint64_t rows, emitted, markers, rejected;
+    uint64_t by_reason[DP_LOAD_REJECT_COUNT];
+    /* progress */
+    struct timespec t0, last_report;
+    const char *cur_stream;
+    uint64_t    cur_step;
+    char        err[512];
+} load_run;
+
+static double seconds_since(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) * 1e-9;
+}
+
+/* Progress goes to stderr at most once per second; it never touches the
+ * output, which stays a pure function of the input. */
+static void progress(load_run *r, int force)
+{
+    if (r->quiet)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!force && seconds_since(&r->last_report, &now) < 1.0)
+        return;
+    r->last_report = now;
+    double el = seconds_since(&r->t0, &now);
+    fprintf(stderr, "dpstream load: %llu rows, %.0f rows/s, %llu rejected",
+            (unsigned long long)r->rows, el > 0 ? (double)r->rows / el : 0.0, (unsigned long long)r->rejected);
+    if (r->cur_stream)
+        fprintf(stderr, ", step %llu of stream '%s'", (unsigned long long)r->cur_step, r->cur_stream);
+    fputc('\n', stderr);
+}
+
+static int reject(load_run *r, uint64_t line, dp_load_reject reason, const char *text, const char *raw,
+                  size_t raw_len)
+{
+    r->rejected++;
+    r->by_reason[reason]++;
+    fprintf(stderr, "dpstream load: line %llu: %s: %s\n", (unsigned long long)line, dp_load_reject_name(reason), text);
+    if (!r->rejects)
+        return DP_OK;
+    dp_jbuf *b = &r->rej_buf;
+    dp_jbuf_puts(b, "{\"line\":");
+    dp_jbuf_u64(b, line);
+    dp_jbuf_puts(b, ",\"reason\":\"");
+    dp_jbuf_puts(b, dp_load_reject_name(reason));
+    dp_jbuf_puts(b, "\",\"text\":");
+    if (dp_jbuf_string(b, text, strlen(text)) != 0)
+        dp_jbuf_puts(b, "\"(message not valid UTF-8)\"");
+    static const char hex[] = "0123456789abcdef";
+    if (dp_utf8_valid(raw, raw_len)) {
+        dp_jbuf_puts(b, ",\"raw\":");
+        dp_jbuf_string(b, raw, raw_len);
+    } else {
+        dp_jbuf_puts(b, ",\"raw_hex\":\"");
+        for (size_t i = 0; i < raw_len; i++) {
+            unsigned char c = (unsigned char)raw[i];
+            char h[2] = {hex[c >> 4], hex[c & 15]};
+            dp_jbuf_put(b, h, 2);
+        }
+        dp_jbuf_puts(b, "\"");
+    }
+    dp_jbuf_puts(b, "}\n");
+    if (b->oom)
+        return DP_ENOMEM;
+    if (b->len >= LOAD_FLUSH_AT) {
+        size_t w = fwrite(b->data, 1, b->len, r->rejects);
+        int ok = w == b->len;
+        dp_jbuf_reset(b);
+        if (!ok)
+            return DP_EIO;
+    }
+    return DP_OK;
+}
+
+static int emit_marker(load_run *r, const stream_pos *p, uint64_t step)
+{
+    dp_update m;
+    memset(&m, 0, sizeof m);
+    m.stream_id = p->id;
+    m.stream_id_len = p->len;
+    m.step = step;
+    m.kind = DP_UPDATE_CLOSE_STEP;
+    int rc = target_emit(r->target, &m, r->err, sizeof r->err);
+    if (rc == DP_OK)
+        r->markers++;
+    return rc;
+}
+
+/* Convert and emit one row; DP_OK (used or rejected) or a fatal status. */
+static int load_row(load_run *r, uint64_t line, const char *const *vals, const size_t *lens,
+                    const char *raw, size_t raw_len)
+{
+    char msg[384];
+    int oom = 0;
+    r->rows++;
+    dp_load_reject why = dp_load_row_convert(r->map, vals, lens, &r->row, &oom, msg, sizeof msg);
+    if (oom)
+        return dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
+    if (why != DP_LOAD_OK)
+        return reject(r, line, why, msg, raw, raw_len);
+    const dp_update *u = &r->row.u;
+    stream_pos *p = track_get(&r->track, u->stream_id, u->stream_id_len);
+    if (!p)
+        return dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
+    r->cur_stream = p->id;
+    if (r->close_steps) {
+        if (p->step && u->step < p->step) {
+            snprintf(msg, sizeof msg, "step %llu of stream '%s' is already closed (current step %llu); "
+                     "sort the input by step within each stream",
+                     (unsigned long long)u->step, p->id, (unsigned long long)p->step);
+            return reject(r, line, DP_LOAD_STEP_BACKWARDS, msg, raw, raw_len);
+        }
+        if (p->step && u->step - p->step > r->max_gap) {
+            snprintf(msg, sizeof msg, "stream '%s' jumps from step %llu to %llu (more than --max-gap %llu steps)",
+                     p->id, (unsigned long long)p->step, (unsigned long long)u->step, (unsigned long long)r->max_gap);
+            return reject(r, line, DP_LOAD_STEP_GAP, msg, raw, raw_len);
+        }
+        if (p->step)
+            for (uint64_t s = p->step; s < u->step; s++) {
+                int rc = emit_marker(r, p, s);
+                if (rc != DP_OK)
+                    return rc;
+            }
+    }
+    p->step = u->step;
+    r->cur_step = u->step;
+    int rc = target_emit(r->target, u, r->err, sizeof r->err);
+    if (rc != DP_OK)
+        return rc;
+    r->emitted++;
+    if ((r->rows & 1023) == 0)
+        progress(r, 0);
+    return DP_OK;
+}
+
+/* --- CSV input ---------------------------------------------------------------------------- */
+
+static int run_csv(load_run *r, FILE *in, const char *path)
+{
+    dp_csv_reader rd;
+    dp_csv_reader_init(&rd, in, LOAD_MAX_RECORD);
+    int rc = DP_OK;
+    const dp_load_mapping *m = r->map;
+    size_t nc = m->n_columns;
+    size_t *col_of = calloc(nc ? nc : 1, sizeof *col_of);
+    const char **vals = calloc(nc ? nc : 1, sizeof *vals);
+    size_t *lens = calloc(nc ? nc : 1, sizeof *lens);
+    if (!col_of || !vals || !lens) {
+        rc = dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
+    dp_csv_status st;
+    uint64_t line;
+    int got = dp_csv_next(&rd, &st, &line);
+    if (got < 0) {
+        rc = dp_err(r->err, sizeof r->err, DP_EIO, "cannot read %s", path);
+        goto out;
+    }
+    if (got == 0 || st != DP_CSV_OK) {
+        rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "%s: %s", path,
+                    got == 0 ? "empty input: a header row is required" : dp_csv_status_text(st));
+        goto out;
+    }
+    size_t n_header = rd.n_fields;
+    /* bind every mapped column to its header position, refusing ambiguity */
+    for (size_t c = 0; c < nc; c++) {
+        size_t found = SIZE_MAX;
+        for (size_t h = 0; h < n_header; h++) {
+            size_t hl;
+            const char *hn = dp_csv_field(&rd, h, &hl);
+            if (hl == strlen(m->columns[c]) && memcmp(hn, m->columns[c], hl) == 0) {
+                if (found != SIZE_MAX) {
+                    rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "%s: column \"%s\" appears twice in the header",
+                                path, m->columns[c]);
+                    goto out;
+                }
+                found = h;
+            }
+        }
+        if (found == SIZE_MAX) {
+            rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "%s: the header has no column \"%s\"", path, m->columns[c]);
+            goto out;
+        }
+        col_of[c] = found;
+    }
+    char msg[256];
+    while ((got = dp_csv_next(&rd, &st, &line)) == 1) {
+        const char *raw = rd.data ? rd.data : "";
+        size_t raw_len = 0;
+        /* the raw text for a reject line: fields joined by commas (the
+         * record's exact bytes are gone after unquoting) */
+        if (st == DP_CSV_OK) {
+            for (size_t i = 0; i + 1 < rd.n_fields; i++)
+                rd.data[rd.off[i] + rd.len[i]] = ',';
+            raw_len = rd.n_fields ? rd.off[rd.n_fields - 1] + rd.len[rd.n_fields - 1] : 0;
+        }
+        if (st != DP_CSV_OK) {
+            r->rows++;
+            rc = reject(r, line, st == DP_CSV_TOO_LONG ? DP_LOAD_TOO_LONG : DP_LOAD_BAD_RECORD,
+                        dp_csv_status_text(st), "", 0);
+        } else if (rd.n_fields != n_header) {
+            r->rows++;
+            snprintf(msg, sizeof msg, "%zu fields, the header has %zu", rd.n_fields, n_header);
+            rc = reject(r, line, DP_LOAD_FIELD_COUNT, msg, raw, raw_len);
+        } else {
+            for (size_t c = 0; c < nc; c++) {
+                vals[c] = rd.data + rd.off[col_of[c]];
+                lens[c] = rd.len[col_of[c]];
+            }
+            rc = load_row(r, line, vals, lens, raw, raw_len);
+        }
+        if (rc != DP_OK)
+            goto out;
+    }
+    if (got < 0)
+        rc = dp_err(r->err, sizeof r->err, DP_EIO, "read error on %s", path);
+out:
+    free(col_of);
+    free(vals);
+    free(lens);
+    dp_csv_reader_free(&rd);
+    return rc;
+}
+
+/* --- JSONL input --------------------------------------------------------------------------- */
+
+/* A JSON value as the text a CSV cell would hold: strings as they are,
+ * integers in decimal, reals with %.17g, booleans true/false; null and
+ * absent are missing. */
+static int json_cell(const json_t *v, char *tmp, size_t tmp_size, const char **s, size_t *n)
+{
+    if (!v || json_is_null(v)) {
+        *s = NULL;
+        *n = 0;
+        return 0;
+    }
+    if (json_is_string(v)) {
+        *s = json_string_value(v);
+        *n = json_string_length(v);
+        return 0;
+    }
+    int k;
+    if (json_is_integer(v))
+        k = snprintf(tmp, tmp_size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        k = snprintf(tmp, tmp_size, "%.17g", json_real_value(v));
+    else if (json_is_boolean(v))
+        k = snprintf(tmp, tmp_size, "%s", json_is_true(v) ? "true" : "false");
+    else
+        return -1;   /* arrays / objects do not fit one column */
+    *s = tmp;
+    *n = (size_t)k;
+    return 0;
+}
+
+static int run_jsonl(load_run *r, FILE *in, const char *path)
+{
+    const dp_load_mapping *m = r->map;
+    size_t nc = m->n_columns;
+    int rc = DP_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    const char **vals = calloc(nc, sizeof *vals);
+    size_t *lens = calloc(nc, sizeof *lens);
+    char (*tmp)[40] = calloc(nc, sizeof *tmp);
+    if (!vals || !lens || !tmp) {
+        rc = dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t line_no = 0;
+    ssize_t got;
+    char msg[384];
+    while ((got = getline(&line, &cap, in)) >= 0) {
+        line_no++;
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len == 0)
+            continue;
+        if (len > LOAD_MAX_RECORD) {
+            r->rows++;
+            rc = reject(r, line_no, DP_LOAD_TOO_LONG, "line longer than the limit", line, 256);
+            if (rc != DP_OK)
+                goto out;
+            continue;
+        }
+        json_error_t jerr;
+        json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!obj || !json_is_object(obj)) {
+            r->rows++;
+            snprintf(msg, sizeof msg, "not a JSON object%s%s", obj ? "" : ": ", obj ? "" : jerr.text);
+            json_decref(obj);
+            if ((rc = reject(r, line_no, DP_LOAD_BAD_RECORD, msg, line, len)) != DP_OK)
+                goto out;
+            continue;
+        }
+        size_t c;
+        for (c = 0; c < nc; c++)
+            if (json_cell(json_object_get(obj, m->columns[c]), tmp[c], sizeof tmp[c], &vals[c], &lens[c]) != 0)
+                break;
+        if (c < nc) {
+            r->rows++;
+            snprintf(msg, sizeof msg, "key \"%s\" holds an array or object, not a value", m->columns[c]);
+            rc = reject(r, line_no, DP_LOAD_BAD_NUMBER, msg, line, len);
+        } else {
+            rc = load_row(r, line_no, vals, lens, line, len);
+        }
+        json_decref(obj);
+        if (rc != DP_OK)
+            goto out;
+    }
+    if (ferror(in))
+        rc = dp_err(r->err, sizeof r->err, DP_EIO, "read error on %s", path);
+out:
+    free(line);
+    free(vals);
+    free(lens);
+    free(tmp);
+    return rc;
+}
+
+/* --- mapping from file + flags ------------------------------------------------------------ */
+
+/* "12" → 12 (a JSON integer), anything else → a JSON string. */
+static json_t *int_or_string(const char *s)
+{
+    int64_t v;
+    if (cli_parse_i64(s, &v) == 0)
+        return json_integer(v);
+    return json_string(s);
+}
+
+static json_t *string_list(const char *csv)
+{
+    json_t *a = json_array();
+    const char *p = csv;
+    while (a) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (json_array_append_new(a, json_stringn(p, n)) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return a;
+}
+
+typedef struct load_flags {
+    const char *mapping, *stream, *stream_col, *step_col, *time_col, *time_format, *origin, *length;
+    const char *entity_col, *kind, *kind_col, *value_col, *row_cols, *point_cols;
+} load_flags;
+
+static json_t *col_obj(const char *name) { return json_pack("{s:s}", "column", name); }
+
+static int build_mapping(const load_flags *f, json_t **out, char *err, size_t errsz)
+{
+    json_t *root;
+    if (f->mapping) {
+        json_error_t jerr;
+        root = json_load_file(f->mapping, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root)
+            return dp_err(err, errsz, DP_EINVAL, "%s: line %d: %s", f->mapping, jerr.line, jerr.text);
+        if (!json_is_object(root)) {
+            json_decref(root);
+            return dp_err(err, errsz, DP_EINVAL, "%s: the mapping must be a JSON object", f->mapping);
+        }
+    } else if (!(root = json_object())) {
+        return dp_err(err, errsz, DP_ENOMEM, "out of memory");
+    }
+    int bad = 0;
+    if (f->stream && f->stream_col)
+        bad = dp_err(err, errsz, DP_EINVAL, "give --stream or --stream-column, not both");
+    else if (f->stream)
+        json_object_set_new(root, "stream", json_string(f->stream));
+    else if (f->stream_col)
+        json_object_set_new(root, "stream", col_obj(f->stream_col));
+    if (!bad && (f->step_col || f->time_col || f->origin || f->length || f->time_format)) {
+        if ((f->step_col != NULL) == (f->time_col != NULL)) {
+            bad = dp_err(err, errsz, DP_EINVAL, "give exactly one of --step-column and --time-column");
+        } else {
+            json_t *st = json_object();
+            json_object_set_new(st, f->step_col ? "column" : "time_column",
+                                json_string(f->step_col ? f->step_col : f->time_col));
+            if (f->time_format)
+                json_object_set_new(st, "format", json_string(f->time_format));
+            if (f->origin)
+                json_object_set_new(st, "origin", int_or_string(f->origin));
+            if (f->length)
+                json_object_set_new(st, "length", int_or_string(f->length));
+            json_object_set_new(root, "step", st);
+        }
+    }
+    if (!bad && f->entity_col)
+        json_object_set_new(root, "entity", col_obj(f->entity_col));
+    if (!bad && f->kind && f->kind_col)
+        bad = dp_err(err, errsz, DP_EINVAL, "give --kind or --kind-column, not both");
+    else if (!bad && f->kind)
+        json_object_set_new(root, "kind", json_string(f->kind));
+    else if (!bad && f->kind_col)
+        json_object_set_new(root, "kind", col_obj(f->kind_col));
+    int n_payload = (f->value_col != NULL) + (f->row_cols != NULL) + (f->point_cols != NULL);
+    if (!bad && n_payload > 1)
+        bad = dp_err(err, errsz, DP_EINVAL, "give one of --value-column, --row-columns, --point-columns");
+    else if (!bad && f->value_col)
+        json_object_set_new(root, "payload", json_pack("{s:s,s:s}", "type", "category", "column", f->value_col));
+    else if (!bad && n_payload == 1)
+        json_object_set_new(root, "payload", json_pack("{s:s,s:o}", "type", f->row_cols ? "row" : "point",
+                                                       "columns", string_list(f->row_cols ? f->row_cols : f->point_cols)));
+    if (bad) {
+        json_decref(root);
+        return bad;
+    }
+    *out = root;
+    return DP_OK;
+}
+
+static void load_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpstream load --input FILE [--format csv|jsonl] (--mapping MAP.json | mapping flags)\n"
+            "                     (--out UPDATES.jsonl | --topic TOPIC | --config CONFIG.json)\n"
+            "                     [--close-steps [--max-gap N]] [--rejects REJECTS.jsonl] [--quiet]\n"
+            "\n"
+            "Turns rows of a CSV file (RFC 4180, header row required) or of a JSON-lines file\n"
+            "into dpstream updates, in input order.\n"
+            "\n"
+            "mapping flags (override the same keys of --mapping; see load_mapping.h):\n"
+            "  --stream ID | --stream-column C        stream id: constant or from a column\n"
+            "  --step-column C [--step-origin N] [--step-length N]\n"
+            "                                         step = floor((C - origin) / length) + 1\n"
+            "  --time-column C --step-origin T --step-length L [--time-format iso8601|epoch_s|epoch_ms]\n"
+            "                                         step = floor((ts - T) / L) + 1; T an ISO-8601\n"
+            "                                         time (or epoch seconds), L seconds or 15m/1h/1d/1w\n"
+            "  --entity-column C                      entity id\n"
+            "  --kind REPORT|INSERT|DELETE | --kind-column C   (default REPORT)\n"
+            "  --value-column C | --row-columns C1,C2,.. | --point-columns X,Y,..\n"
+            "                                         payload: category, row of ints, point\n"
+            "                                         (category labels only via --mapping)\n"
+            "output:\n"
+            "  --out FILE          update JSON lines (\"-\" = stdout), the input of `dpstream replay`\n"
+            "  --topic T / --config CONFIG.json\n"
+            "                      produce Avro Updates to Kafka, key = stream id; topic from --topic\n"
+            "                      or the config's updates topic; brokers from the config's \"kafka\"\n"
+            "                      properties, $DPSTREAM_BOOTSTRAP_SERVERS or --bootstrap-servers;\n"
+            "                      encoded exactly as `dpstream run` reads them (idempotent producer,\n"
+            "                      every delivery confirmed before exit 0)\n"
+            "other:\n"
+            "  --close-steps       emit CLOSE_STEP markers when a stream's step advances and at the end\n"
+            "  --max-gap N         with --close-steps, reject rows skipping more than N steps (10000)\n"
+            "  --rejects FILE      also write rejected rows there as JSON lines\n"
+            "  --quiet             no progress lines on stderr\n");
+}
+
+int cmd_load(int argc, char **argv)
+{
+    const char *cmd = "load";
+    load_flags fl;
+    memset(&fl, 0, sizeof fl);
+    const char *input = NULL, *format = NULL, *out_path = NULL, *rejects_path = NULL, *max_gap_s = NULL;
+    dp_load_kafka_options ko;
+    memset(&ko, 0, sizeof ko);
+    int close_steps = 0, quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            load_usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--close-steps") == 0) { close_steps = 1; continue; }
+        if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
+        if (strcmp(a, "--input") == 0) slot = &input;
+        else if (strcmp(a, "--format") == 0) slot = &format;
+        else if (strcmp(a, "--out") == 0) slot = &out_path;
+        else if (strcmp(a, "--rejects") == 0) slot = &rejects_path;
+        else if (strcmp(a, "--max-gap") == 0) slot = &max_gap_s;
+        else if (strcmp(a, "--mapping") == 0) slot = &fl.mapping;
+        else if (strcmp(a, "--stream") == 0) slot = &fl.stream;
+        else if (strcmp(a, "--stream-column") == 0) slot = &fl.stream_col;
+        else if (strcmp(a, "--step-column") == 0) slot = &fl.step_col;
+        else if (strcmp(a, "--time-column") == 0) slot = &fl.time_col;
+        else if (strcmp(a, "--time-format") == 0) slot = &fl.time_format;
+        else if (strcmp(a, "--step-origin") == 0) slot = &fl.origin;
+        else if (strcmp(a, "--step-length") == 0) slot = &fl.length;
+        else if (strcmp(a, "--entity-column") == 0) slot = &fl.entity_col;
+        else if (strcmp(a, "--kind") == 0) slot = &fl.kind;
+        else if (strcmp(a, "--kind-column") == 0) slot = &fl.kind_col;
+        else if (strcmp(a, "--value-column") == 0) slot = &fl.value_col;
+        else if (strcmp(a, "--row-columns") == 0) slot = &fl.row_cols;
+        else if (strcmp(a, "--point-columns") == 0) slot = &fl.point_cols;
+        else if (strcmp(a, "--topic") == 0) slot = &ko.topic;
+        else if (strcmp(a, "--config") == 0) slot = &ko.config_path;
+        else if (strcmp(a, "--bootstrap-servers") == 0) slot = &ko.bootstrap;
+        else {
+            load_usage(stderr);
+            return cli_fail(cmd, "unknown option '%s'", a);
+        }
+        if (i + 1 >= argc)
+            return cli_fail(cmd, "option %s needs a value", a);
+        *slot = argv[++i];
+    }
+    if (!input)
+        return cli_fail(cmd, "--input is required (see --help)");
+    int to_kafka = ko.topic || ko.config_path;
+    if ((out_path != NULL) == to_kafka)
+        return cli_fail(cmd, "give --out FILE, or --topic/--config for Kafka (one output)");
+    uint64_t max_gap = 10000;
+    if (max_gap_s && (cli_parse_u64(max_gap_s, &max_gap) != 0 || max_gap == 0))
+        return cli_fail(cmd, "--max-gap must be an integer >= 1");
+    int is_csv;
+    if (format) {
+        if (strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0)
+            return cli_fail(cmd, "--format must be csv or jsonl");
+        is_csv = strcmp(format, "csv") == 0;
+    } else {
+        const char *dot = strrchr(input, '.');
+        if (dot && (strcmp(dot, ".csv") == 0 || strcmp(dot, ".CSV") == 0))
+            is_csv = 1;
+        else if (dot && (strcmp(dot, ".jsonl") == 0 || strcmp(dot, ".ndjson") == 0 || strcmp(dot, ".json") == 0))
+            is_csv = 0;
+        else
+            return cli_fail(cmd, "cannot tell the format of %s from its name: give --format csv|jsonl", input);
+    }
+
+    char err[512];
+    json_t *mj = NULL;
+    if (build_mapping(&fl, &mj, err, sizeof err) != DP_OK)
+        return cli_fail(cmd, "%s", err);
+    dp_load_mapping map;
+    int rc = dp_load_mapping_from_json(&map, mj, err, sizeof err);
+    json_decref(mj);
+    if (rc != DP_OK)
+        return cli_fail(cmd, "mapping: %s", err);
+
+    int status = 1;
+    FILE *in = NULL, *out = NULL;
+    load_target target;
+    memset(&target, 0, sizeof target);
+    dp_jbuf_init(&target.buf);
+    load_run run;
+    memset(&run, 0, sizeof run);
+    dp_jbuf_init(&run.rej_buf);
+    dp_load_row_init(&run.row);
+
+    in = strcmp(input, "-") == 0 ? stdin : fopen(input, "rb");
+    if (!in) {
+        cli_fail(cmd, "cannot open %s: %s", input, strerror(errno));
+        goto done;
+    }
+    if (rejects_path && !(run.rejects = fopen(rejects_path, "wb"))) {
+        cli_fail(cmd, "cannot create %s: %s", rejects_path, strerror(errno));
+        goto done;
+    }
+    if (to_kafka) {
+        if (dp_load_kafka_open(&target.kafka, &ko, err, sizeof err) != DP_OK) {
+            cli_fail(cmd, "%s", err);
+            goto done;
+        }
+    } else {
+        out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "wb");
+        if (!out) {
+            cli_fail(cmd, "cannot create %s: %s", out_path, strerror(errno));
+            goto done;
+        }
+        target.f = out;
+    }
+    run.map = &map;
+    run.target = &target;
+    run.close_steps = close_steps;
+    run.max_gap = max_gap;
+    run.quiet = quiet;
+    clock_gettime(CLOCK_MONOTONIC, &run.t0);
+    run.last_report = run.t0;
+
+    rc = is_csv ? run_csv(&run, in, input) : run_jsonl(&run, in, input);
+    if (rc == DP_OK && close_steps)
+        for (size_t i = 0; i < run.track.n && rc == DP_OK; i++)
+            rc = emit_marker(&run, &run.track.v[i], run.track.v[i].step);
+    if (rc == DP_OK)
+        rc = target_finish(&target, run.err, sizeof run.err);
+    if (rc == DP_OK && run.rejects && run.rej_buf.len &&
+        fwrite(run.rej_buf.data, 1, run.rej_buf.len, run.rejects) != run.rej_buf.len)
+        rc = dp_err(run.err, sizeof run.err, DP_EIO, "cannot write %s", rejects_path);
+    if (rc != DP_OK) {
+        cli_fail(cmd, "%s", run.err[0] ? run.err : dp_status_str(rc));
+        goto done;
+    }
+    status = 0;
+    if (run.rows >= 1024)
+        progress(&run, 1);
+    FILE *sf = out == stdout ? stderr : stdout;
+    fprintf(sf, "load: %llu rows, %llu updates written, %llu CLOSE_STEP markers, %llu rejected, %zu streams\n",
+            (unsigned long long)run.rows, (unsigned long long)run.emitted, (unsigned long long)run.markers,
+            (unsigned long long)run.rejected, run.track.n);
+    for (int k = 1; k < DP_LOAD_REJECT_COUNT; k++)
+        if (run.by_reason[k])
+            fprintf(sf, "  rejected %-15s %llu\n", dp_load_reject_name((dp_load_reject)k),
+                    (unsigned long long)run.by_reason[k]);
+done:
+    if (target.kafka)
+        dp_load_kafka_close(target.kafka);
+    if (out && out != stdout && fclose(out) != 0 && status == 0) {
+        cli_fail(cmd, "write failed on %s", out_path);
+        status = 1;
+    }
+    if (run.rejects && fclose(run.rejects) != 0 && status == 0) {
+        cli_fail(cmd, "write failed on %s", rejects_path);
+        status = 1;
+    }
+    if (in && in != stdin)
+        fclose(in);
+    dp_jbuf_free(&target.buf);
+    dp_jbuf_free(&run.rej_buf);
+    dp_load_row_free(&run.row);
+    track_free(&run.track);
+    dp_load_mapping_free(&map);
+    return status;
+}

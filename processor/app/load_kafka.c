@@ -1,0 +1,156 @@
+/* load_kafka.c — idempotent producer of Avro Updates (see load_kafka.h). */
+#include "app/load_kafka.h"
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/dp_error.h"
+#include "stream/kafka_util.h"
+#include "stream/stream_config.h"
+#include "codec/codec.h"
+
+struct dp_load_kafka {
+    rd_kafka_t       *rk;
+    dp_stream_config *cfg;
+    dp_codec         *codec;
+    char             *topic;
+    dp_buf            enc;
+    int               failed;            /* set by the delivery callback */
+    char              failure[256];
+};
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    dp_load_kafka *k = opaque;
+    if (m->err && !k->failed) {
+        k->failed = 1;
+        snprintf(k->failure, sizeof k->failure, "delivery to %s failed: %s", rd_kafka_topic_name(m->rkt),
+                 rd_kafka_err2str(m->err));
+    }
+}
+
+const char *dp_load_kafka_topic(const dp_load_kafka *k) { return k->topic; }
+
+void dp_load_kafka_close(dp_load_kafka *k)
+{
+    if (!k)
+        return;
+    if (k->rk)
+        rd_kafka_destroy(k->rk);
+    dp_stream_config_free(k->cfg);
+    dp_codec_destroy(k->codec);
+    free(k->topic);
+    dp_buf_free(&k->enc);
+    free(k);
+}
+
+int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    dp_load_kafka *k = calloc(1, sizeof *k);
+    if (!k)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    dp_buf_init(&k->enc);
+    char err[512];
+    int rc;
+    if (o->config_path && (rc = dp_stream_config_load_file(&k->cfg, o->config_path, err, sizeof err)) != DP_OK) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, rc, "%s", err);
+    }
+    const char *topic = o->topic ? o->topic : k->cfg ? k->cfg->topic_updates : NULL;
+    if (!topic) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, DP_EINVAL, "no topic: give --topic or --config");
+    }
+    const char *bootstrap = o->bootstrap ? o->bootstrap : dp_kafka_bootstrap_env();
+    if (!k->cfg && !bootstrap) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "no brokers: give --config (its \"kafka\" properties), --bootstrap-servers or "
+                      "$DPSTREAM_BOOTSTRAP_SERVERS");
+    }
+    /* plain Avro, as `dpstream run` decodes its input (processor.c) */
+    dp_codec_options copts;
+    memset(&copts, 0, sizeof copts);
+    copts.framing = DP_CODEC_FRAMING_PLAIN;
+    if ((rc = dp_codec_create(&k->codec, &copts, err, sizeof err)) != DP_OK) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, rc, "codec: %s", err);
+    }
+    if (!(k->topic = strdup(topic))) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    }
+    const char *const kv[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "5"}};
+    rd_kafka_conf_t *conf;
+    if (k->cfg) {
+        conf = dp_kafka_conf(k->cfg, bootstrap, kv, 3, err, sizeof err);
+    } else {
+        conf = rd_kafka_conf_new();
+        int bad = rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK;
+        for (size_t i = 0; i < 3 && !bad; i++)
+            bad = rd_kafka_conf_set(conf, kv[i][0], kv[i][1], err, sizeof err) != RD_KAFKA_CONF_OK;
+        if (bad) {
+            rd_kafka_conf_destroy(conf);
+            conf = NULL;
+        }
+    }
+    if (!conf) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, DP_EINVAL, "kafka configuration: %s", err);
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_opaque(conf, k);
+    if (!(k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err))) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot create the producer: %s", err);
+    }
+    *out = k;
+    return DP_OK;
+}
+
+int dp_load_kafka_send(dp_load_kafka *k, const dp_update *u, char *errstr, size_t errstr_size)
+{
+    if (k->failed)
+        return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
+    k->enc.len = 0;
+    char err[256];
+    int rc = dp_codec_encode_update_buf(k->codec, u, &k->enc, err, sizeof err);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, "cannot encode an update of stream '%.*s' as Avro: %s",
+                      (int)(u->stream_id_len < 80 ? u->stream_id_len : 80), u->stream_id, err);
+    for (;;) {
+        /* key = stream id: every update of a stream lands in one partition */
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_HEADER("dpstream.type", "Update", -1),
+            RD_KAFKA_V_KEY((void *)u->stream_id, u->stream_id_len),
+            RD_KAFKA_V_VALUE(k->enc.data, k->enc.len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (!e)
+            break;
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            return dp_err(errstr, errstr_size, DP_EIO, "produce to %s: %s", k->topic, rd_kafka_err2str(e));
+        rd_kafka_poll(k->rk, 50);
+        if (k->failed)
+            return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
+    }
+    rd_kafka_poll(k->rk, 0);
+    return DP_OK;
+}
+
+int dp_load_kafka_flush(dp_load_kafka *k, char *errstr, size_t errstr_size)
+{
+    /* bounded by librdkafka's message.timeout.ms: every message is then
+     * either delivered or reported failed */
+    rd_kafka_resp_err_t e;
+    while ((e = rd_kafka_flush(k->rk, 10000)) == RD_KAFKA_RESP_ERR__TIMED_OUT && !k->failed)
+        ;
+    if (k->failed)
+        return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
+    if (e)
+        return dp_err(errstr, errstr_size, DP_EIO, "flush: %s", rd_kafka_err2str(e));
+    return DP_OK;
+}
