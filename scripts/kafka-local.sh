@@ -251,5 +251,5 @@ case "${1:-}" in
     fetch)     fetch_jars; echo "$libs" ;;
     bootstrap) echo "127.0.0.1:$port" ;;
     log)       tail -n "${2:-60}" "$logfile" ;;
-    *)         sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *)         awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2 ;;
 esac

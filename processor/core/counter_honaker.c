@@ -26,31 +26,24 @@
  * (each term ≤ V and → V/2, vs V per term for the plain tree: at T = 2^10
  * the maximum is 5.80·V against the tree's 10·V).
  *
- * Output rounding: the rational estimate is rounded to the nearest integer.
- * Each N/D_h is split exactly into floor part q and remainder r ∈ [0, D_h),
- * r/D_h is represented as floor(r·2^64/D_h) on the 2^-64 grid, and the sum
- * of those fractions is rounded half up.  Exact halves cannot occur (the
- * D_h are odd), and the grid truncation (< 64·2^-64 in total) can only
- * matter for estimates within 2^-58 of a half.  Since the true prefix is
- * an integer, the released error is round(W) for the noise part W of the
- * estimate (up to that grid truncation).
+ * Output rounding: unbiased randomized rounding.  Each N/D_h is split
+ * exactly into a floor part q and a remainder r ∈ [0, D_h); r/D_h is
+ * represented as floor(r·2^64/D_h) on the 2^-64 grid and the fractions are
+ * summed (carry into the integer part).  With F ∈ [0, 2^64) the remaining
+ * fraction, the output is the integer part plus Bernoulli(F/2^64), drawn
+ * from the purpose label "honaker/round" at step t (no draw when F = 0).
+ * Integer shifts of the estimate leave F, hence the coin, unchanged, so
+ * the release stays exactly linear in the data.
  *
- * Reported variance: a rigorous upper bound, not an exact value
- * (exact_variance = 0).  The error is e = W + R with the rounding residue
- * R = round(W) − W, |R| <= 1/2 (+ at most 2^-58 from the grid truncation).
- * R is a deterministic function of W whose distribution depends on the
- * noise's fine lattice structure, so Var(e) has no closed form: a model of
- * R as uniform on the 1/lcm(D_h) grid (adding (M²−1)/(12M²)) is accurate
- * for wide noise but is not a bound (it overstates for tiny noise, and
- * nothing rules out a positive Cov(W, R) in general).  With ||X|| =
- * sqrt(E X²), Minkowski's inequality gives
- *   Var(e) <= E e² = ||W + R||² <= (||W|| + ||R||)² <= (sd_W + r)²,
- *   ||W||² = sd_W² = Var_noise(t) (W is linear in zero-mean noise),
- *   r = 1/2 + 2^-52 >= max |R|,
- * i.e. Var_noise + sd_W + 1/4 up to 2^-51·(sd_W + 1).  At t = 1 (only bit 0
- * set, D_0 = 1) the estimate is an integer and the variance is exactly
- * Var_noise(1).  The bound overstates by at most sd_W + 1/4 (the truth is
- * >= (sd_W − r)²); at ε = 1, T = 2^10 that is ~2.7 % of the variance.
+ * Reported variance: a rigorous upper bound (exact_variance = 0).  The
+ * error is e = W + R with W the linear noise part (Var W = Var_noise(t))
+ * and R the rounding residue.  Given W, R has mean −b(W) with
+ * 0 <= b < 64·2^-64 (grid truncation) and conditional variance
+ * f(1−f) <= 1/4, so
+ *   E e² = E W² + E R² + 2·E[W·R] <= Var_noise + (1/4 + 2^-116) + 2^-57·sd_W
+ *        <= Var_noise + 1/4 + 2^-56·(sd_W + 1).
+ * At t = 1 (only bit 0 set, D_0 = 1) the estimate is an integer and the
+ * variance is exactly Var_noise(1).  The bound overstates by at most 1/4.
  * Honaker's reduction itself is in Var_noise: at T = 2^10 its maximum is
  * 0.58 of the plain tree's (tests/unit/test_counter_tree_family.c).
  *
@@ -100,9 +93,10 @@ static uint64_t denom(unsigned h)
     return h >= 63 ? UINT64_MAX : (2ull << h) - 1;   /* 2^{h+1} - 1 */
 }
 
-/* round(Σ_{bit h of t} num[h] / D_h), see the header comment.  DP_ERANGE if
- * the result does not fit int64. */
-static int honaker_prefix(const honaker_state *s, uint64_t t, int64_t *out)
+/* Σ_{bit h of t} num[h] / D_h as an integer part *whole and a fraction
+ * *frac on the 2^-64 grid, see the header comment.  DP_ERANGE if the
+ * integer part (plus a possible round-up) does not fit int64. */
+static int honaker_prefix(const honaker_state *s, uint64_t t, int64_t *whole_out, uint64_t *frac_out)
 {
     i128 whole = 0;
     u128 frac = 0;
@@ -119,12 +113,11 @@ static int honaker_prefix(const honaker_state *s, uint64_t t, int64_t *out)
             return DP_ERANGE;
         frac += ((u128)(uint64_t)r << 64) / (u128)(uint64_t)d;
     }
-    i128 carry = (i128)(frac >> 64);
-    uint64_t rem = (uint64_t)frac;
-    i128 v = whole + carry + (rem >= (1ull << 63) ? 1 : 0);
-    if (v > INT64_MAX || v < INT64_MIN)
+    i128 v = whole + (i128)(frac >> 64);
+    if (v >= INT64_MAX || v < INT64_MIN)
         return DP_ERANGE;
-    *out = (int64_t)v;
+    *whole_out = (int64_t)v;
+    *frac_out = (uint64_t)frac;
     return DP_OK;
 }
 
@@ -164,16 +157,23 @@ static int honaker_add(dp_counter *c, int64_t x, int64_t *out)
     for (unsigned j = 0; j <= top; j++)
         next.num[j] = fresh[j];
     int64_t o;
-    int rc = honaker_prefix(&next, t, &o);
+    uint64_t frac;
+    int rc = honaker_prefix(&next, t, &o, &frac);
     if (rc != DP_OK)
         return rc;
+    if (frac != 0) {
+        dp_drbg g;
+        dp_counter_drbg(c, &g, t, "honaker/round");
+        o += dp_drbg_u64(&g) < frac;   /* Bernoulli(frac / 2^64) */
+        dp_drbg_wipe(&g);
+    }
     *s = next;
     *out = o;
     return DP_OK;
 }
 
-/* Var_noise(t) = V·Σ_{bit h of t} 2^h/(2^{h+1}−1) exactly; the rounding
- * enters as the Minkowski bound of the header comment. */
+/* Var_noise(t) = V·Σ_{bit h of t} 2^h/(2^{h+1}−1) exactly, plus the
+ * randomized-rounding bound of the header comment. */
 static double honaker_variance(const dp_counter *c, uint64_t t)
 {
     const honaker_state *s = c->impl;
@@ -183,8 +183,7 @@ static double honaker_variance(const dp_counter *c, uint64_t t)
             v += s->noise.var / (2.0 - ldexp(1.0, -(int)h));   /* 2^h/(2^{h+1}-1) */
     if ((t & ~(uint64_t)1) == 0)
         return v;   /* only bit 0: the estimate is an integer, no rounding */
-    double sd = sqrt(v) + (0.5 + ldexp(1.0, -52));
-    return sd * sd;
+    return v + 0.25 + ldexp(sqrt(v) + 1.0, -56);
 }
 
 static int honaker_sensitivity(const dp_counter *c, double *l1, double *l2sq)

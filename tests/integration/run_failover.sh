@@ -16,7 +16,7 @@ PID_A=
 PID_B=
 cleanup() {
     for p in $PID_A $PID_B; do kill -KILL "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() {
@@ -121,7 +121,7 @@ kill -KILL "$PID_A"
 wait "$PID_A" 2>/dev/null || true
 PID_A=
 echo "A killed with $n_before of $EXPECT steps committed"
-wait_released "$EXPECT" 180
+wait_released "$EXPECT" ${FAILOVER_WAIT:-180}
 sleep 2
 kill -TERM "$PID_B"
 rc=0
