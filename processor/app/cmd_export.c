@@ -25,7 +25,10 @@
  * `dpstream replay` wrote them.  A release's record lines (which precede
  * its manifest line) form its chunk; the manifest's record_count is
  * checked (replay writes no checksum), so a truncated file never yields a
- * partial release.  With --layout releases the output reproduces
+ * partial release.  Replay writes each release's lines contiguously; if
+ * another release's lines were interleaved, the parts would count as
+ * separate chunks renumbered from 0 and the release would be refused,
+ * never written wrong.  With --layout releases the output reproduces
  * releases.jsonl byte for byte — the round trip tests rely on it.
  *
  * Layouts and formats: export_writer.h.
@@ -538,22 +541,32 @@ static rd_kafka_t *new_consumer(const dp_stream_config *cfg, char *err, size_t e
     return rk;
 }
 
-static int partition_count(rd_kafka_t *rk, const char *topic, int *np)
+/* With `wait`, a topic that does not exist yet (the processor creates its
+ * output topics when it starts) is waited for until SIGINT/SIGTERM. */
+static int partition_count(rd_kafka_t *rk, const char *topic, int wait, int *np)
 {
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 30000);
-    rd_kafka_topic_destroy(t);
-    int rc = DP_OK;
-    if (e || md->topic_cnt != 1 || md->topics[0].err) {
-        cli_fail("export", "topic %s: %s", topic, rd_kafka_err2str(e ? e : md->topics[0].err));
-        rc = DP_EIO;
-    } else {
-        *np = md->topics[0].partition_cnt;
+    for (int logged = 0;; logged = 1) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 30000);
+        rd_kafka_topic_destroy(t);
+        rd_kafka_resp_err_t te = e ? e : md->topic_cnt != 1 ? RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC : md->topics[0].err;
+        if (!te)
+            *np = md->topics[0].partition_cnt;
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        if (!te)
+            return DP_OK;
+        int missing = te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || te == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+        if (!wait || !missing || export_stop) {
+            cli_fail("export", "topic %s: %s", topic, rd_kafka_err2str(te));
+            return DP_EIO;
+        }
+        if (!logged)
+            fprintf(stderr, "dpstream export: waiting for topic %s to be created\n", topic);
+        for (int i = 0; i < 20 && !export_stop; i++)
+            rd_kafka_poll(rk, 100);
     }
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    return rc;
 }
 
 static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, int64_t timeout_ms)
@@ -575,9 +588,12 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
     }
     int np[3];
     for (int t = 0; t < 3 && rc == DP_OK; t++)
-        rc = partition_count(rk, topics[t], &np[t]);
-    if (rc != DP_OK)
+        rc = partition_count(rk, topics[t], follow, &np[t]);
+    if (rc != DP_OK) {
+        if (follow && export_stop)
+            rc = DP_OK;   /* stopped while waiting: nothing read, nothing wrong */
         goto out;
+    }
     if (follow) {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np[0] + np[1] + np[2]);
         for (int t = 0; t < 3; t++)

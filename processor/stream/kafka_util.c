@@ -12,6 +12,11 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
     (void)rk;
     /* syslog levels; librdkafka's notices (5, 6) are chatty: debug */
     dp_log_level l = level <= 3 ? DP_LOG_ERROR : level == 4 ? DP_LOG_WARN : DP_LOG_DEBUG;
+    /* The config's "kafka" object goes to every client (consumer, producers,
+     * state reader), so "consumer property ignored by this producer" is
+     * expected, not a problem worth a warning. */
+    if (strcmp(fac, "CONFWARN") == 0)
+        l = DP_LOG_DEBUG;
     dp_log(l, "librdkafka %s: %s", fac, buf);
 }
 

@@ -128,6 +128,7 @@ typedef struct proc {
     const dp_processor_options *o;
     const dp_stream_config     *cfg;
     char                        group_id[256];
+    size_t                      max_message_bytes;   /* producer message.max.bytes */
     rd_kafka_t                 *consumer;
     rd_kafka_t                 *producer;     /* transactional */
     rd_kafka_t                 *marker_producer;
@@ -137,6 +138,7 @@ typedef struct proc {
     int                         txn_open;
     int64_t                     txn_begin_ms;
     int                         need_rewind;
+    int                         rewinds_in_row;  /* rewinds since the last successful commit */
     int                         fatal;
     char                        fatal_msg[1200];
     dp_codec                   *codec;
@@ -360,6 +362,7 @@ static int txn_commit(proc *p)
         return rc;
     }
     p->txn_open = 0;
+    p->rewinds_in_row = 0;
     for (int32_t i = 0; i < p->n_parts; i++)
         p->parts[i].dirty = 0;
     return DP_OK;
@@ -560,11 +563,20 @@ static int write_snapshot(proc *p, ps_stream *s)
         p->enc.len = 0;
         char err[256];
         rc = dp_state_encode_snapshot(p->codec, &r, p->o->state_key, &p->enc, err, sizeof err);
-        if (rc != DP_OK)
+        if (rc != DP_OK) {
             dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);
-        else
+        } else if (p->enc.len > p->max_message_bytes) {
+            /* Snapshot chunking (Snapshot.avsc chunk_index/chunk_count) is
+             * not implemented yet; fail loudly instead of looping. */
+            char msg[256];
+            snprintf(msg, sizeof msg, "the snapshot of stream '%s' is %zu bytes, over message.max.bytes (%zu); "
+                     "chunked snapshots are not implemented", s->id, p->enc.len, p->max_message_bytes);
+            set_fatal(p, "%s", msg);
+            rc = DP_ERANGE;
+        } else {
             rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
                          dp_codec_type_name(DP_CODEC_SNAPSHOT), s->id, s->id_len, p->enc.data, p->enc.len);
+        }
     }
     dp_buf_free(&st);
     return rc;
@@ -774,26 +786,63 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
         goto out;
     }
     int np = md->topics[0].partition_cnt;
+    /* "The end" is the high watermark *now*, not the first EOF: under
+     * read_committed an EOF comes at the last stable offset, and a failed
+     * instance's still-open transaction holds that back while committed
+     * snapshots of other instances sit behind it.  Stopping there would
+     * restore stale state and release steps twice.  So wait until every
+     * transaction open at this moment is resolved (committed, or aborted
+     * when the broker's transaction timeout expires or its successor
+     * fences it): each partition is done at an EOF at or past the high
+     * watermark read here. */
+    int64_t *hw = calloc((size_t)np, sizeof *hw);
+    int *done = calloc((size_t)np, sizeof *done);
+    int n_done = 0;
+    if (!hw || !done) {
+        free(hw);
+        free(done);
+        rc = DP_ENOMEM;
+        goto out;
+    }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
-    for (int i = 0; i < np; i++)
-        rd_kafka_topic_partition_list_add(l, p->cfg->topic_state, md->topics[0].partitions[i].id)->offset =
-            RD_KAFKA_OFFSET_BEGINNING;
-    rd_kafka_assign(rk, l);
+    for (int i = 0; i < np && rc == DP_OK; i++) {
+        int32_t pid = md->topics[0].partitions[i].id;
+        int64_t lo = 0;
+        rd_kafka_resp_err_t we =
+            pid >= 0 && pid < np ? rd_kafka_query_watermark_offsets(rk, p->cfg->topic_state, pid, &lo, &hw[pid],
+                                                                    KAFKA_TIMEOUT_MS)
+                                 : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+        if (we) {
+            dp_log(DP_LOG_ERROR, "state topic %s[%" PRId32 "]: %s", p->cfg->topic_state, pid, rd_kafka_err2str(we));
+            rc = DP_EIO;
+        }
+        rd_kafka_topic_partition_list_add(l, p->cfg->topic_state, pid)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    if (rc == DP_OK)
+        rd_kafka_assign(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
-    int eofs = 0;
     uint64_t n = 0;
-    int64_t started = now_ms();
-    while (eofs < np && rc == DP_OK) {
+    int64_t started = now_ms(), last_note = started;
+    while (rc == DP_OK && n_done < np) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        int64_t now = now_ms();
+        if (now - last_note >= 10000) {
+            dp_log(DP_LOG_INFO, "restore: waiting for a transaction still open on %s (a failed instance's; "
+                                "it ends at the broker's transaction timeout)", p->cfg->topic_state);
+            last_note = now;
+        }
         if (!m) {
-            if (now_ms() - started > 10 * KAFKA_TIMEOUT_MS) {
+            if (now - started > 20 * KAFKA_TIMEOUT_MS) {
                 dp_log(DP_LOG_ERROR, "timed out reading the state topic %s", p->cfg->topic_state);
                 rc = DP_EIO;
             }
             continue;
         }
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            eofs++;
+            if (m->partition >= 0 && m->partition < np && !done[m->partition] && m->offset >= hw[m->partition]) {
+                done[m->partition] = 1;
+                n_done++;
+            }
         } else if (m->err) {
             dp_log(DP_LOG_ERROR, "reading state topic: %s", rd_kafka_message_errstr(m));
             rc = DP_EIO;
@@ -820,6 +869,8 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
         }
         rd_kafka_message_destroy(m);
     }
+    free(hw);
+    free(done);
     dp_log(DP_LOG_DEBUG, "read %" PRIu64 " state records (%zu keys)", n, latest->count);
 out:
     if (md)
@@ -938,9 +989,17 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
 
 /* After an aborted transaction: forget everything in memory and restore
  * the assigned partitions exactly as a restarted instance would. */
+#define MAX_REWINDS_IN_ROW 5
+
 static int rewind_assigned(proc *p)
 {
     p->need_rewind = 0;
+    /* A failure that repeats after restoring (e.g. a message the broker
+     * will never accept) would loop forever: give up instead. */
+    if (++p->rewinds_in_row > MAX_REWINDS_IN_ROW) {
+        set_fatal(p, "%s", "transactions keep failing after restoring from the state topic; stopping");
+        return DP_EIO;
+    }
     for (int32_t i = 0; i < p->n_parts; i++)
         p->parts[i].assigned = 0;
     int rc = drop_unassigned_streams(p);   /* all of them */
@@ -1059,6 +1118,11 @@ static int setup(proc *p, char *errstr, size_t errn)
     snprintf(p->group_id, sizeof p->group_id, "%s", gid ? gid : p->cfg->topic_prefix);
     if (!gid)
         snprintf(p->group_id, sizeof p->group_id, "%s.processor", p->cfg->topic_prefix);
+    const char *mmb = config_value(p->cfg, "message.max.bytes");
+    p->max_message_bytes = mmb ? (size_t)strtoull(mmb, NULL, 10) : 1000000;
+    if (p->max_message_bytes < 1000)
+        p->max_message_bytes = 1000000;
+    p->max_message_bytes -= 512;   /* headroom for the key, headers and record overhead */
     char txid[512];
     if (dp_processor_transactional_id(p->group_id, p->o->instance_id, txid, sizeof txid) != DP_OK)
         return dp_err(errstr, errn, DP_ERANGE, "group id and instance id too long");

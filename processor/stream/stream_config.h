@@ -1,6 +1,7 @@
 /* stream_config.h — the processor's configuration file: which synthesizer
  * runs for which stream, with what parameters, plus the Kafka settings
- * (used by `dpstream replay` today and by the Kafka processor later).
+ * (used by `dpstream replay`, the Kafka processor `dpstream run` and the
+ * Kafka helper commands).
  *
  *   {
  *     "topics": {"prefix": "dpstream",             optional; defaults below

@@ -36,7 +36,8 @@ KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
 SEED=fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11
 cat > "$WORK/config.json" <<EOF
 {"topics": {"prefix": "$PREFIX"},
- "kafka": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"},
+ "kafka": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
+           "transaction.timeout.ms": "10000"},
  "streams": [
    {"prefix": "win/", "synthesizer": "window",
     "config": {"horizon": 8, "k": 2, "categories": 2, "rho": 0.5}},
@@ -82,11 +83,11 @@ EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 used=$(kcat -b "$BOOT" -C -t "$PREFIX.updates" -e -q -f '%p\n' 2>/dev/null | sort -u | wc -l)
 [ "$used" -eq 4 ] || fail "only $used of 4 partitions carry streams"
 
-start() {   # $1 = instance id
+start() {   # $1 = instance id; sets STARTED (no subshell: we must be able to wait for it)
     "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id "$1" --chunk-records 10 \
         --idle-timeout-ms 0 --progress-ms 3000 --debug-commit-delay-ms 500 \
         >> "$WORK/$1.out" 2>> "$WORK/$1.err" &
-    echo $!
+    STARTED=$!
 }
 released() {
     if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
@@ -105,9 +106,11 @@ wait_released() {   # $1 = at least this many, $2 = seconds
     done
 }
 
-PID_A=$(start a)
+start a
+PID_A=$STARTED
 wait_released 2 60
-PID_B=$(start b)
+start b
+PID_B=$STARTED
 # B joins: a rebalance moves some partitions from A to B
 deadline=$((SECONDS + 60))
 until grep -q "assigned [1-9][0-9]* partition" "$WORK/b.err" 2>/dev/null; do
