@@ -119,10 +119,15 @@ int dp_demo_truth_step(dp_demo_state *d, const uint8_t *values, size_t n)
 
 void dp_demo_print_intro(FILE *f, const dp_demo_params *p)
 {
+    dp_demo_print_intro_how(f, p, "offline, no Kafka");
+}
+
+void dp_demo_print_intro_how(FILE *f, const dp_demo_params *p, const char *how)
+{
     double pi_u = (1.0 / (1.0 - p->stay_unemployed)) /
                   (1.0 / (1.0 - p->stay_employed) + 1.0 / (1.0 - p->stay_unemployed));
     fprintf(f,
-            "dpstream demo — continual differentially private synthetic data (offline, no Kafka)\n"
+            "dpstream demo — continual differentially private synthetic data (%s)\n"
             "\n"
             "A made-up survey panel: %" PRIu64 " people report every month for %" PRIu64 " months whether\n"
             "they are employed (0) or unemployed (1). Each month an employed person stays\n"
@@ -141,7 +146,7 @@ void dp_demo_print_intro(FILE *f, const dp_demo_params *p)
             "on the released data only. Differences are the price of privacy.\n"
             "The noise key is a fixed DEMO KEY, public and NOT FOR PRODUCTION: anyone can\n"
             "recompute this noise. Use `dpstream keygen` for a real key.\n\n",
-            p->n, p->steps, p->stay_employed, p->stay_unemployed, 100.0 * pi_u, p->k, p->k, p->counter);
+            how, p->n, p->steps, p->stay_employed, p->stay_unemployed, 100.0 * pi_u, p->k, p->k, p->counter);
     /* Column layout shared with dp_demo_print_step. */
     char q1[16], q2[16], q3[32];
     snprintf(q1, sizeof q1, ">=1 of %u", p->k);
@@ -222,29 +227,34 @@ void dp_demo_print_ledger(FILE *f, const dp_demo_state *d)
 
 /* --- offline driver ---------------------------------------------------------------- */
 
-static json_t *demo_window_config(const dp_demo_params *p)
+json_t *dp_demo_window_config(const dp_demo_params *p)
 {
     return json_pack("{s:I, s:I, s:i, s:f, s:s}", "horizon", (json_int_t)p->steps, "k", (json_int_t)p->k,
                      "categories", 2, "rho", p->rho_window, "neighbors", "replace");
 }
 
-static json_t *demo_cumulative_config(const dp_demo_params *p)
+json_t *dp_demo_cumulative_config(const dp_demo_params *p)
 {
     return json_pack("{s:I, s:f, s:s, s:s}", "horizon", (json_int_t)p->steps, "rho", p->rho_cumulative,
                      "counter", p->counter, "neighbors", "replace");
+}
+
+void dp_demo_panel_params(const dp_demo_params *p, dp_panel_params *pp)
+{
+    memset(pp, 0, sizeof *pp);
+    pp->n = p->n;
+    pp->steps = p->steps;
+    pp->categories = 2;
+    pp->stay[0] = p->stay_employed;
+    pp->stay[1] = p->stay_unemployed;
+    pp->seed = p->panel_seed;
 }
 
 int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
                         char *errstr, size_t errstr_size)
 {
     dp_panel_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.n = p->n;
-    pp.steps = p->steps;
-    pp.categories = 2;
-    pp.stay[0] = p->stay_employed;
-    pp.stay[1] = p->stay_unemployed;
-    pp.seed = p->panel_seed;
+    dp_demo_panel_params(p, &pp);
     dp_panel_gen gen;
     dp_demo_state d;
     dp_synth *win = NULL, *cum = NULL;
@@ -256,14 +266,16 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         dp_panel_gen_free(&gen);
         return dp_err(errstr, errstr_size, rc, "demo: cannot set up views");
     }
-    wcfg = demo_window_config(p);
-    ccfg = demo_cumulative_config(p);
+    wcfg = dp_demo_window_config(p);
+    ccfg = dp_demo_cumulative_config(p);
     if (!wcfg || !ccfg) {
         rc = dp_err(errstr, errstr_size, DP_ENOMEM, "demo: out of memory");
         goto out;
     }
-    dp_synth_env wenv = {.key = key, .stream_id = "demo/window", .stream_id_len = 11};
-    dp_synth_env cenv = {.key = key, .stream_id = "demo/cumulative", .stream_id_len = 15};
+    dp_synth_env wenv = {.key = key, .stream_id = DP_DEMO_WINDOW_STREAM,
+                         .stream_id_len = sizeof DP_DEMO_WINDOW_STREAM - 1};
+    dp_synth_env cenv = {.key = key, .stream_id = DP_DEMO_CUMULATIVE_STREAM,
+                         .stream_id_len = sizeof DP_DEMO_CUMULATIVE_STREAM - 1};
     if ((rc = dp_synth_create(&win, "window", wcfg, &wenv, errstr, errstr_size)) != DP_OK ||
         (rc = dp_synth_create(&cum, "cumulative", ccfg, &cenv, errstr, errstr_size)) != DP_OK)
         goto out;

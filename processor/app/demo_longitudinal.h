@@ -56,7 +56,23 @@ dp_release_sink dp_demo_cumulative_sink(dp_demo_state *d);
 /* The true panel's values at the next step (category 1 = unemployed). */
 int  dp_demo_truth_step(dp_demo_state *d, const uint8_t *values, size_t n);
 
-void dp_demo_print_intro(FILE *f, const dp_demo_params *p);
+/* The two demo streams.  Their ids feed the noise DRBG (drbg.h), so the
+ * offline and the Kafka demo must use exactly these for the same releases. */
+#define DP_DEMO_WINDOW_STREAM     "demo/window"
+#define DP_DEMO_CUMULATIVE_STREAM "demo/cumulative"
+
+/* The synthesizer configs of the two streams (new references; NULL on
+ * out-of-memory).  Shared by the offline and the Kafka demo so the two
+ * run the very same synthesizers. */
+json_t *dp_demo_window_config(const dp_demo_params *p);
+json_t *dp_demo_cumulative_config(const dp_demo_params *p);
+
+/* The sample panel's generator parameters (employed = 0, unemployed = 1). */
+void dp_demo_panel_params(const dp_demo_params *p, dp_panel_params *out);
+
+/* `how` completes the title line, e.g. "offline, no Kafka". */
+void dp_demo_print_intro_how(FILE *f, const dp_demo_params *p, const char *how);
+void dp_demo_print_intro(FILE *f, const dp_demo_params *p);   /* how = "offline, no Kafka" */
 void dp_demo_print_step(FILE *f, const dp_demo_state *d, uint64_t t);
 void dp_demo_print_ledger(FILE *f, const dp_demo_state *d);
 

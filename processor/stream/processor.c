@@ -804,12 +804,26 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
         rc = DP_ENOMEM;
         goto out;
     }
+    /* The high watermark must come from a read_uncommitted client: for a
+     * read_committed one, ListOffsets answers the last stable offset. */
+    const char *const hw_kv[][2] = {{"group.id", "dpstream-state-watermarks"},
+                                    {"isolation.level", "read_uncommitted"},
+                                    {"enable.auto.commit", "false"}};
+    rd_kafka_conf_t *hw_conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, hw_kv, 3, err, sizeof err);
+    rd_kafka_t *hw_rk = hw_conf ? rd_kafka_new(RD_KAFKA_CONSUMER, hw_conf, err, sizeof err) : NULL;
+    if (!hw_rk) {
+        dp_log(DP_LOG_ERROR, "state topic watermarks: %s", err);
+        free(hw);
+        free(done);
+        rc = DP_EIO;
+        goto out;
+    }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
     for (int i = 0; i < np && rc == DP_OK; i++) {
         int32_t pid = md->topics[0].partitions[i].id;
         int64_t lo = 0;
         rd_kafka_resp_err_t we =
-            pid >= 0 && pid < np ? rd_kafka_query_watermark_offsets(rk, p->cfg->topic_state, pid, &lo, &hw[pid],
+            pid >= 0 && pid < np ? rd_kafka_query_watermark_offsets(hw_rk, p->cfg->topic_state, pid, &lo, &hw[pid],
                                                                     KAFKA_TIMEOUT_MS)
                                  : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
         if (we) {
@@ -818,9 +832,12 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
         }
         rd_kafka_topic_partition_list_add(l, p->cfg->topic_state, pid)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
+    rd_kafka_destroy(hw_rk);
     if (rc == DP_OK)
         rd_kafka_assign(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
+    for (int i = 0; i < np; i++)
+        dp_log(DP_LOG_DEBUG, "restore: reading %s[%d] up to offset %" PRId64, p->cfg->topic_state, i, hw[i]);
     uint64_t n = 0;
     int64_t started = now_ms(), last_note = started;
     while (rc == DP_OK && n_done < np) {
@@ -1142,7 +1159,7 @@ static int setup(proc *p, char *errstr, size_t errn)
     if (!(p->marker_producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err)))
         return dp_err(errstr, errn, DP_EINVAL, "marker producer: %s", err);
 
-    int rc = create_topics(p, errstr, errn);
+    int rc = p->o->skip_create_topics ? DP_OK : create_topics(p, errstr, errn);
     if (rc != DP_OK)
         return rc;
     /* Fences any zombie with the same transactional.id and aborts its open

@@ -29,6 +29,9 @@ typedef struct dp_processor_options {
     int64_t       debug_commit_delay_ms;  /* testing aid: pause inside every transaction before
                                              committing, so a kill -9 lands mid-transaction */
     volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
+    int           skip_create_topics;     /* the output topics exist already: do not call
+                                             rd_kafka_CreateTopics (librdkafka's mock cluster
+                                             has no Admin API; the embedded demo creates them) */
 } dp_processor_options;
 
 /* Runs until *stop.  DP_OK after a clean shutdown (open transaction
