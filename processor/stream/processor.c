@@ -65,7 +65,16 @@
  * after a crash.  A fenced producer (a newer instance with the same
  * transactional.id) is fatal.  Revocation first commits (or, failing that,
  * aborts) the open transaction and then drops the revoked partitions'
- * streams. */
+ * streams.  A restore reads the state topic up to the high watermark seen
+ * when it starts, so it waits for every transaction then open — a crashed
+ * instance's until its successor (same transactional.id) fences it or the
+ * broker's transaction timeout aborts it — and never restores state older
+ * than what is already committed (see read_state_topic).
+ *
+ * Not yet implemented: chunked snapshots (a snapshot larger than
+ * message.max.bytes stops the processor with an error), Confluent framing
+ * (PLAIN Avro only), restoring without holding the whole state topic's
+ * latest values in memory. */
 #include "stream/processor.h"
 
 #include <errno.h>
@@ -322,6 +331,7 @@ static int txn_commit(proc *p)
         return DP_OK;
     rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(4);
     int rc = DP_OK;
+    int64_t t0 = now_ms();
     for (int32_t i = 0; i < p->n_parts && rc == DP_OK; i++) {
         ps_partition *pp = &p->parts[i];
         if (!pp->assigned || !pp->dirty || pp->position == NO_OFFSET)
@@ -361,6 +371,8 @@ static int txn_commit(proc *p)
         txn_abort(p);
         return rc;
     }
+    dp_log(DP_LOG_DEBUG, "transaction committed: %" PRId64 " ms open, commit %" PRId64 " ms",
+           t0 - p->txn_begin_ms, now_ms() - t0);
     p->txn_open = 0;
     p->rewinds_in_row = 0;
     for (int32_t i = 0; i < p->n_parts; i++)

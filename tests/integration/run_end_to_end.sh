@@ -27,7 +27,7 @@ WORK=$(mktemp -d)
 RUN_PID=
 cleanup() {
     if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then kill -KILL "$RUN_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$WORK/run.err" ] && tail -20 "$WORK/run.err" >&2; exit 1; }

@@ -108,7 +108,7 @@ wait_released() {   # $1 = at least this many, $2 = seconds
 
 start a
 PID_A=$STARTED
-wait_released 2 60
+wait_released 2 120
 start b
 PID_B=$STARTED
 # B joins: a rebalance moves some partitions from A to B
