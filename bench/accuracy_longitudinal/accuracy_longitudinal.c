@@ -16,11 +16,14 @@
  *   C. cumulative with different counters M_b at equal rho (every kind
  *      that can be created when the benchmark runs): T = 12 (paper) and
  *      T = 64.
- *   D. throughput at n = 10^6: updates/s through dp_synth_ingest and the
- *      time of dp_synth_close_step, window k = 3 and k = 8, cumulative.
+ *   D. throughput at n = 10^6: updates/s through dp_synth_ingest (one
+ *      call per update) and through dp_synth_ingest_batch (B updates per
+ *      call, default 256, as a consumer poll delivers them), and the time
+ *      of dp_synth_close_step, window k = 3 and k = 8, cumulative; and
+ *      window k = 3 with each step's reports in a fresh random order.
  *
  * Usage: bench_accuracy_longitudinal [--runs R] [--no-accuracy]
- *        [--no-throughput] [--throughput-n N]
+ *        [--no-throughput] [--throughput-n N] [--batch B]
  * Output is Markdown, pasted into bench/RESULTS.md.  Timings use the
  * monotonic clock; nothing privacy-relevant depends on it. */
 #include <inttypes.h>
@@ -33,6 +36,7 @@
 #include "app/longitudinal_view.h"
 #include "app/panel_gen.h"
 #include "core/dp_error.h"
+#include "core/drbg.h"
 #include "synth/synth.h"
 
 /* --- data ------------------------------------------------------------------------ */
@@ -126,12 +130,13 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Feed step t of the panel.  Returns DP_OK or the first failure. */
-static int feed_step(dp_synth *s, const panel *p, const char *stream, uint64_t t)
+/* Feed the values of panel step vt as the reports of step t, one
+ * dp_synth_ingest call per update.  Returns DP_OK or the first failure. */
+static int feed_step_v(dp_synth *s, const panel *p, const char *stream, uint64_t t, uint64_t vt)
 {
     dp_update u = {.stream_id = stream, .stream_id_len = strlen(stream), .step = t, .kind = DP_UPDATE_REPORT,
                    .payload = {.kind = DP_PAYLOAD_CATEGORY}};
-    const uint8_t *vals = p->v + (t - 1) * p->n;
+    const uint8_t *vals = p->v + (vt - 1) * p->n;
     for (uint64_t i = 0; i < p->n; i++) {
         u.entity_id = p->ids + p->id_off[i];
         u.entity_id_len = p->id_len[i];
@@ -144,6 +149,43 @@ static int feed_step(dp_synth *s, const panel *p, const char *stream, uint64_t t
             fprintf(stderr, "bench: report refused: %s\n", dp_reject_reason_name(r));
             return DP_ESTATE;
         }
+    }
+    return DP_OK;
+}
+
+static int feed_step(dp_synth *s, const panel *p, const char *stream, uint64_t t)
+{
+    return feed_step_v(s, p, stream, t, t);
+}
+
+/* Like feed_step_v, through dp_synth_ingest_batch in batches of `batch` updates,
+ * as a consumer hands over one poll's records (the batch array is filled
+ * inside the timed region, as a decoder would). */
+#define FEED_BATCH_MAX 4096
+static int feed_step_batch(dp_synth *s, const panel *p, const char *stream, uint64_t t, uint64_t vt, size_t batch)
+{
+    static dp_update u[FEED_BATCH_MAX];
+    static dp_reject_reason r[FEED_BATCH_MAX];
+    if (batch < 1 || batch > FEED_BATCH_MAX)
+        return DP_EINVAL;
+    const uint8_t *vals = p->v + (vt - 1) * p->n;
+    size_t slen = strlen(stream);
+    for (uint64_t i0 = 0; i0 < p->n; i0 += batch) {
+        size_t m = p->n - i0 < batch ? (size_t)(p->n - i0) : batch;
+        for (size_t j = 0; j < m; j++) {
+            uint64_t i = i0 + j;
+            u[j] = (dp_update){.stream_id = stream, .stream_id_len = slen, .step = t, .kind = DP_UPDATE_REPORT,
+                               .entity_id = p->ids + p->id_off[i], .entity_id_len = p->id_len[i],
+                               .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = vals[i]}};
+        }
+        int rc = dp_synth_ingest_batch(s, u, m, r);
+        if (rc != DP_OK)
+            return rc;
+        for (size_t j = 0; j < m; j++)
+            if (r[j] != DP_REJECT_NONE) {
+                fprintf(stderr, "bench: report refused: %s\n", dp_reject_reason_name(r[j]));
+                return DP_ESTATE;
+            }
     }
     return DP_OK;
 }
@@ -475,7 +517,47 @@ static int null_record(void *ctx, const dp_synth_record *r) { (void)ctx; (void)r
 static int null_manifest(void *ctx, const dp_release_manifest *m) { (void)ctx; (void)m; return DP_OK; }
 static int null_budget(void *ctx, const dp_budget_event *e) { (void)ctx; (void)e; return DP_OK; }
 
-static int bench_throughput(const panel *p, const char *name, uint32_t k)
+/* Step t's reports in a fresh uniformly random arrival order (Fisher-Yates
+ * from a keyed DRBG, so reproducible), laid out as a consumer's poll
+ * buffers would hold them: ids back to back in arrival order.  Built
+ * outside the timed region; `out` gets ids/id_off/id_len and the step's
+ * values at out->v (as step 1 of a one-step panel). */
+static int shuffled_step(panel *out, const panel *p, uint64_t t)
+{
+    uint32_t *order = malloc(p->n * sizeof *order);
+    if (!order)
+        return -1;
+    dp_key key;
+    run_key(&key, t, 7);
+    dp_drbg g;
+    dp_drbg_init(&g, &key, "bench/order", 11, t, "bench/arrival_order");
+    for (uint64_t i = 0; i < p->n; i++)
+        order[i] = (uint32_t)i;
+    for (uint64_t i = p->n; i > 1; i--) {
+        uint64_t j = dp_drbg_uniform(&g, i);
+        uint32_t x = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = x;
+    }
+    size_t off = 0;
+    for (uint64_t q = 0; q < p->n; q++) {
+        uint64_t i = order[q];
+        memcpy(out->ids + off, p->ids + p->id_off[i], p->id_len[i]);
+        out->id_off[q] = off;
+        out->id_len[q] = p->id_len[i];
+        out->v[q] = p->v[(t - 1) * p->n + i];
+        off += p->id_len[i];
+    }
+    free(order);
+    return 0;
+}
+
+/* batch = 0: one dp_synth_ingest call per update; else dp_synth_ingest_batch.
+ * shuffled: each step's reports arrive in a fresh random order (the roster
+ * is then in step 1's random order too, so ids, offsets and state are
+ * random accesses; the input itself is contiguous in arrival order, as
+ * in a consumer's buffers), else in panel order u1, u2, … every step. */
+static int bench_throughput(const panel *p, const char *name, uint32_t k, size_t batch, int shuffled)
 {
     json_t *cfg = k ? json_pack("{s:I, s:I, s:i, s:f}", "horizon", (json_int_t)p->T, "k", (json_int_t)k,
                                 "categories", 2, "rho", 1.0)
@@ -494,9 +576,31 @@ static int bench_throughput(const panel *p, const char *name, uint32_t k)
     dp_release_sink sink = {.ctx = NULL, .record = null_record, .manifest = null_manifest, .budget = null_budget};
     double ingest1 = 0, ingest_rest = 0, close_max = 0, close_sum_rel = 0, close_first = 0;
     uint64_t n_rel = 0;
+    panel arr;   /* shuffled: the open step's reports in arrival order */
+    memset(&arr, 0, sizeof arr);
+    if (shuffled) {
+        arr.n = p->n;
+        arr.T = 1;
+        arr.ids = malloc(p->n * 12);
+        arr.id_off = malloc(p->n * sizeof *arr.id_off);
+        arr.id_len = malloc(p->n);
+        arr.v = malloc(p->n);
+        if (!arr.ids || !arr.id_off || !arr.id_len || !arr.v) {
+            panel_free(&arr);
+            dp_synth_destroy(s);
+            return DP_ENOMEM;
+        }
+    }
     for (uint64_t t = 1; t <= p->T && rc == DP_OK; t++) {
+        if (shuffled && shuffled_step(&arr, p, t) != 0) {
+            rc = DP_ENOMEM;
+            break;
+        }
+        /* arr holds one step: its values are "step 1" of arr, the update's step is t. */
+        const panel *src = shuffled ? &arr : p;
+        uint64_t vt = shuffled ? 1 : t;
         double a = now_s();
-        rc = feed_step(s, p, "bench/tp", t);
+        rc = batch ? feed_step_batch(s, src, "bench/tp", t, vt, batch) : feed_step_v(s, src, "bench/tp", t, vt);
         double b = now_s();
         if (rc == DP_OK)
             rc = dp_synth_close_step(s, &sink, err, sizeof err);
@@ -514,13 +618,21 @@ static int bench_throughput(const panel *p, const char *name, uint32_t k)
         }
     }
     dp_synth_destroy(s);
+    panel_free(&arr);
     if (rc != DP_OK) {
         printf("| %s k=%u | failed: %s | | | |\n", name, k, err);
         return rc;
     }
     double rate1 = (double)p->n / ingest1, rate = (double)p->n * (double)(p->T - 1) / ingest_rest;
-    char label[32];
-    snprintf(label, sizeof label, k ? "%s k=%u" : "%s", name, k);
+    char label[80], mode[32];
+    if (batch)
+        snprintf(mode, sizeof mode, "batch %zu", batch);
+    else
+        snprintf(mode, sizeof mode, "single");
+    if (k)
+        snprintf(label, sizeof label, "%s k=%u, %s%s", name, k, mode, shuffled ? ", shuffled" : "");
+    else
+        snprintf(label, sizeof label, "%s, %s%s", name, mode, shuffled ? ", shuffled" : "");
     printf("| %s | %.2f M/s | %.2f M/s | %.1f ms | %.1f ms | %.1f ms |\n", label, rate1 / 1e6, rate / 1e6,
            1e3 * close_first, 1e3 * close_sum_rel / (double)(n_rel ? n_rel : 1), 1e3 * close_max);
     fflush(stdout);
@@ -531,24 +643,26 @@ static int bench_throughput(const panel *p, const char *name, uint32_t k)
 
 int main(int argc, char **argv)
 {
-    uint64_t runs = 200, tp_n = 1000000;
+    uint64_t runs = 200, tp_n = 1000000, tp_batch = 256;
     int do_acc = 1, do_tp = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
             runs = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--throughput-n") == 0 && i + 1 < argc)
             tp_n = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+            tp_batch = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--no-accuracy") == 0)
             do_acc = 0;
         else if (strcmp(argv[i], "--no-throughput") == 0)
             do_tp = 0;
         else {
-            fprintf(stderr, "usage: %s [--runs R] [--throughput-n N] [--no-accuracy] [--no-throughput]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--runs R] [--throughput-n N] [--batch B] [--no-accuracy] [--no-throughput]\n", argv[0]);
             return 2;
         }
     }
-    if (runs < 2 || tp_n < 1) {
-        fprintf(stderr, "--runs must be >= 2\n");
+    if (runs < 2 || tp_n < 1 || tp_batch < 1 || tp_batch > FEED_BATCH_MAX) {
+        fprintf(stderr, "--runs must be >= 2, --throughput-n >= 1, --batch in 1..%d\n", FEED_BATCH_MAX);
         return 2;
     }
     int rc = DP_OK;
@@ -579,13 +693,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "out of memory\n");
             return 1;
         }
-        printf("\n### D. throughput (n = %" PRIu64 ", T = 12, one core, dp_synth_ingest + dp_synth_close_step, null sink)\n\n",
+        printf("\n### D. throughput (n = %" PRIu64 ", T = 12, one core, dp_synth_ingest one update per call (single) or dp_synth_ingest_batch (batch B) + dp_synth_close_step, null sink)\n\n",
                tp_n);
         printf("| synthesizer | ingest step 1 (roster) | ingest steps 2..T | close step 1 | close, mean over releasing steps | close, max |\n");
         printf("|---|---:|---:|---:|---:|---:|\n");
-        if (rc == DP_OK) rc = bench_throughput(&big, "window", 3);
-        if (rc == DP_OK) rc = bench_throughput(&big, "window", 8);
-        if (rc == DP_OK) rc = bench_throughput(&big, "cumulative", 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "window", 3, 0, 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "window", 3, tp_batch, 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "window", 8, 0, 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "window", 8, tp_batch, 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "cumulative", 0, 0, 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "cumulative", 0, tp_batch, 0);
+        if (rc == DP_OK) rc = bench_throughput(&big, "window", 3, 0, 1);
+        if (rc == DP_OK) rc = bench_throughput(&big, "window", 3, tp_batch, 1);
         panel_free(&big);
     }
     return rc == DP_OK ? 0 : 1;

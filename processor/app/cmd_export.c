@@ -579,8 +579,7 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
         return cli_fail("export", "%s", err), DP_EINVAL;
     dp_codec *codec = NULL;
     dp_codec_options copts;
-    memset(&copts, 0, sizeof copts);
-    copts.framing = DP_CODEC_FRAMING_PLAIN;   /* what `dpstream run` writes (processor.c) */
+    dp_stream_config_codec_options(cfg, &copts);   /* what `dpstream run` writes */
     int rc = dp_codec_create(&codec, &copts, err, sizeof err);
     if (rc != DP_OK) {
         cli_fail("export", "%s", err);

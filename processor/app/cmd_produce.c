@@ -137,7 +137,7 @@ int cmd_produce(int argc, char **argv)
         goto done;
     }
     dp_codec_options copts;
-    memset(&copts, 0, sizeof copts);
+    dp_stream_config_codec_options(cfg, &copts);
     if (dp_codec_create(&codec, &copts, err, sizeof err) != DP_OK) {
         cli_fail(cmd, "%s", err);
         goto done;

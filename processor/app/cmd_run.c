@@ -3,7 +3,7 @@
  *   dpstream run --config CONFIG.json (--key-file F | --key-hex H)
  *                [--state-key-file F] [--instance-id ID] [--chunk-records N]
  *                [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]
- *                [--log-level error|warn|info|debug]
+ *                [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]
  *
  * Environment: DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers of the
  * config; DPSTREAM_INSTANCE_ID is the default of --instance-id.  The
@@ -39,7 +39,7 @@ static void run_usage(FILE *f)
             "usage: dpstream run --config CONFIG.json (--key-file F | --key-hex H)\n"
             "                    [--state-key-file F] [--instance-id ID] [--chunk-records N]\n"
             "                    [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]\n"
-            "                    [--log-level error|warn|info|debug]\n"
+            "                    [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]\n"
             "\n"
             "Consumes the config's updates topic in a consumer group and, for every\n"
             "closed step of every stream, commits one Kafka transaction with the\n"
@@ -52,6 +52,9 @@ static void run_usage(FILE *f)
             "                        with unreleased data (default 60000; 0 disables)\n"
             "  --progress-ms MS      info-level progress line period (default 10000)\n"
             "  --dlq-commit-ms MS    commit pending dead letters at least this often (default 1000)\n"
+            "  --snapshot-chunk-bytes N  split a snapshot's state into Snapshot messages of at\n"
+            "                        most N state bytes each (default 524288; 64..786432, under\n"
+            "                        the broker's ~1 MiB message.max.bytes)\n"
             "  --debug-commit-delay-ms MS  testing aid: pause inside each transaction before its\n"
             "                        commit (crash tests use it to kill mid-transaction)\n"
             "DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers.  SIGTERM/SIGINT stop cleanly.\n");
@@ -64,6 +67,7 @@ int cmd_run(int argc, char **argv)
     const char *instance_id = getenv("DPSTREAM_INSTANCE_ID");
     const char *log_level = "info";
     uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000, debug_delay = 0;
+    uint64_t snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -87,6 +91,7 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(a, "--progress-ms") == 0) num = &progress;
         else if (strcmp(a, "--dlq-commit-ms") == 0) num = &dlq_ms;
         else if (strcmp(a, "--debug-commit-delay-ms") == 0) num = &debug_delay;
+        else if (strcmp(a, "--snapshot-chunk-bytes") == 0) num = &snap_chunk;
         else {
             run_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);
@@ -100,6 +105,9 @@ int cmd_run(int argc, char **argv)
     }
     if (chunk == 0 || chunk > (1u << 24))
         return cli_fail(cmd, "--chunk-records must be in 1..16777216");
+    if (snap_chunk < DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES || snap_chunk > DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES)
+        return cli_fail(cmd, "--snapshot-chunk-bytes must be in %d..%d", DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES,
+                        DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES);
     dp_log_level lvl;
     if (dp_log_level_parse(log_level, &lvl) != 0)
         return cli_fail(cmd, "--log-level must be error, warn, info or debug");
@@ -141,6 +149,7 @@ int cmd_run(int argc, char **argv)
                               .progress_interval_ms = (int64_t)progress,
                               .dlq_commit_ms = (int64_t)dlq_ms,
                               .debug_commit_delay_ms = (int64_t)debug_delay,
+                              .snapshot_chunk_bytes = (size_t)snap_chunk,
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);

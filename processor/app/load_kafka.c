@@ -73,10 +73,13 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
                       "no brokers: give --config (its \"kafka\" properties), --bootstrap-servers or "
                       "$DPSTREAM_BOOTSTRAP_SERVERS");
     }
-    /* plain Avro, as `dpstream run` decodes its input (processor.c) */
+    /* the config's wire format, as `dpstream run` decodes its input; plain
+     * Avro when loading by --topic without a config */
     dp_codec_options copts;
     memset(&copts, 0, sizeof copts);
     copts.framing = DP_CODEC_FRAMING_PLAIN;
+    if (k->cfg)
+        dp_stream_config_codec_options(k->cfg, &copts);
     if ((rc = dp_codec_create(&k->codec, &copts, err, sizeof err)) != DP_OK) {
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, rc, "codec: %s", err);

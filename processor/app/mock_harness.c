@@ -142,8 +142,7 @@ int dp_mock_start(dp_mock_harness **out, const char *topic_prefix, json_t *strea
         goto fail;
     }
     dp_codec_options copts;
-    memset(&copts, 0, sizeof copts);
-    copts.framing = DP_CODEC_FRAMING_PLAIN;
+    dp_stream_config_codec_options(h->cfg, &copts);
     if ((rc = dp_codec_create(&h->codec, &copts, errstr, errn)) != DP_OK)
         goto fail;
     if ((rc = dp_export_asm_create(&h->as)) != DP_OK)

@@ -16,7 +16,8 @@
  * --- One transaction per closed step ------------------------------------
  * A close produces, inside one Kafka transaction: the record chunks and the
  * manifest (synthetic topic, key = stream id), the budget event (budget
- * topic), the stream's snapshot (state topic, key = stream id), a progress
+ * topic), the stream's snapshot (state topic, key = stream id; chunks
+ * after the first under derived keys), a progress
  * record for every partition consumed since the last commit (state topic),
  * any dead letters of those partitions, and the consumer offsets
  * (send_offsets_to_transaction with the group metadata).  Dead letters
@@ -71,9 +72,15 @@
  * broker's transaction timeout aborts it — and never restores state older
  * than what is already committed (see read_state_topic).
  *
- * Not yet implemented: chunked snapshots (a snapshot larger than
- * message.max.bytes stops the processor with an error), Confluent framing
- * (PLAIN Avro only), restoring without holding the whole state topic's
+ * --- Snapshots in chunks; wire format -------------------------------------
+ * A snapshot's state is split into Snapshot messages of at most
+ * --snapshot-chunk-bytes state bytes, all in the close's transaction, under
+ * keys that cannot collide with other streams' (state_record.h); a restore
+ * assembles only a complete set that agrees with the stream's chunk 0.
+ * Every message is framed as the config's "wire" section says (plain Avro
+ * or Confluent Schema Registry framing, stream_config.h).
+ *
+ * Not yet implemented: restoring without holding the whole state topic's
  * latest values in memory. */
 #include "stream/processor.h"
 
@@ -555,6 +562,37 @@ static int sink_budget(void *ctx, const dp_budget_event *e)
                    p->enc.len);
 }
 
+typedef struct snapshot_emit {
+    proc      *p;
+    ps_stream *s;
+    dp_buf     key;
+} snapshot_emit;
+
+/* One chunk of a snapshot to the state topic (state_record.h: keys). */
+static int emit_snapshot_chunk(void *ctx, uint32_t index, uint32_t count, const dp_buf *enc)
+{
+    snapshot_emit *e = ctx;
+    proc *p = e->p;
+    if (enc->len > p->max_message_bytes) {
+        /* Only a tiny message.max.bytes or a huge stream id gets here
+         * (the chunk size is far below the default limit): stop loudly
+         * rather than abort and retry the same transaction forever. */
+        char msg[256];
+        snprintf(msg, sizeof msg, "a snapshot chunk of stream '%s' is %zu bytes, over message.max.bytes (%zu); "
+                 "use a smaller --snapshot-chunk-bytes", e->s->id, enc->len, p->max_message_bytes);
+        set_fatal(p, "%s", msg);
+        return DP_ERANGE;
+    }
+    int rc = dp_state_snapshot_key(e->s->id, e->s->id_len, index, &e->key);
+    if (rc != DP_OK)
+        return rc;
+    if (count > 1)
+        dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': chunk %" PRIu32 " of %" PRIu32 " (%zu bytes)", e->s->id,
+               index, count, enc->len);
+    return produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, dp_codec_type_name(DP_CODEC_SNAPSHOT),
+                   e->key.data, e->key.len, enc->data, enc->len);
+}
+
 static int write_snapshot(proc *p, ps_stream *s)
 {
     dp_buf st;
@@ -572,24 +610,19 @@ static int write_snapshot(proc *p, ps_stream *s)
                              .synthesizer = s->route->synthesizer,
                              .state = st.data,
                              .state_len = st.len};
-        p->enc.len = 0;
         char err[256];
-        rc = dp_state_encode_snapshot(p->codec, &r, p->o->state_key, &p->enc, err, sizeof err);
-        if (rc != DP_OK) {
+        err[0] = '\0';
+        snapshot_emit e = {.p = p, .s = s};
+        dp_buf_init(&e.key);
+        size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
+        rc = dp_state_encode_snapshot_chunks(p->codec, &r, p->o->state_key, cb, &p->enc, emit_snapshot_chunk, &e,
+                                             err, sizeof err);
+        if (rc != DP_OK && err[0])
             dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);
-        } else if (p->enc.len > p->max_message_bytes) {
-            /* Snapshot chunking (Snapshot.avsc chunk_index/chunk_count) is
-             * not implemented yet; fail loudly instead of looping. */
-            char msg[256];
-            snprintf(msg, sizeof msg, "the snapshot of stream '%s' is %zu bytes, over message.max.bytes (%zu); "
-                     "chunked snapshots are not implemented", s->id, p->enc.len, p->max_message_bytes);
-            set_fatal(p, "%s", msg);
-            rc = DP_ERANGE;
-        } else {
-            rc = produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
-                         dp_codec_type_name(DP_CODEC_SNAPSHOT), s->id, s->id_len, p->enc.data, p->enc.len);
-        }
+        dp_buf_free(&e.key);
     }
+    if (st.data)
+        sodium_memzero(st.data, st.cap);
     dp_buf_free(&st);
     return rc;
 }
@@ -909,6 +942,44 @@ out:
     return rc;
 }
 
+/* Decode the state record under `key`; a snapshot of several chunks is
+ * assembled from the values under its chunk keys (state_record.h; stale
+ * chunks of an older snapshot under those keys are ignored there). */
+static int restore_decode(proc *p, const dp_bytes_map *latest, const char *key, size_t key_len,
+                          const restore_val *v, dp_state_record *r, dp_buf *scratch, char *err, size_t errn)
+{
+    dp_state_chunk_info info;
+    if (dp_state_chunk_peek(p->codec, v->data, v->len, &info) != DP_OK || info.chunk_count <= 1)
+        return dp_state_decode(p->codec, v->data, v->len, p->o->state_key, r, scratch, err, errn);
+    /* at most one piece per key present: a corrupt count cannot make this huge */
+    size_t cap = info.chunk_count < latest->count ? info.chunk_count : latest->count;
+    dp_state_piece *pieces = malloc((cap ? cap : 1) * sizeof *pieces);
+    dp_buf ck;
+    dp_buf_init(&ck);
+    if (!pieces) {
+        snprintf(err, errn, "out of memory");
+        return DP_ENOMEM;
+    }
+    size_t n = 0;
+    pieces[n++] = (dp_state_piece){.data = v->data, .len = v->len};
+    int rc = DP_OK;
+    for (uint32_t i = 1; i < info.chunk_count && rc == DP_OK; i++) {
+        if ((rc = dp_state_snapshot_key(key, key_len, i, &ck)) != DP_OK)
+            break;
+        dp_bytes_map_slot *s = dp_bytes_map_find(latest, ck.data, ck.len);
+        const restore_val *cv = s ? s->value : NULL;
+        if (cv && n < cap)
+            pieces[n++] = (dp_state_piece){.data = cv->data, .len = cv->len};
+    }
+    if (rc == DP_OK)
+        rc = dp_state_decode_chunks(p->codec, pieces, n, p->o->state_key, r, scratch, err, errn);
+    else
+        snprintf(err, errn, "out of memory");
+    dp_buf_free(&ck);
+    free(pieces);
+    return rc;
+}
+
 /* Restore the streams of the partitions in `l` (marked assigned) and set
  * each element's offset to where consumption must resume. */
 static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
@@ -934,11 +1005,12 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     uint64_t restored = 0;
     for (size_t k = 0; rc == DP_OK && k < latest.cap; k++) {
         restore_val *v = latest.slots[k].key ? latest.slots[k].value : NULL;
-        if (!v)
-            continue;
+        if (!v || dp_state_key_is_chunk(latest.slots[k].key, latest.slots[k].key_len))
+            continue;   /* chunks i > 0 are gathered through their chunk 0 */
         dp_state_record r;
         char err[512];
-        rc = dp_state_decode(p->codec, v->data, v->len, p->o->state_key, &r, &scratch, err, sizeof err);
+        rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, err,
+                            sizeof err);
         if (rc != DP_OK) {
             set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
             break;
@@ -1274,8 +1346,7 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     dp_bytes_map_init(&p.streams);
     dp_buf_init(&p.enc);
     dp_codec_options copts;
-    memset(&copts, 0, sizeof copts);
-    copts.framing = DP_CODEC_FRAMING_PLAIN;
+    dp_stream_config_codec_options(p.cfg, &copts);
     int rc = dp_codec_create(&p.codec, &copts, errstr, errstr_size);
     if (rc == DP_OK)
         rc = setup(&p, errstr, errstr_size);

@@ -29,10 +29,20 @@ typedef struct dp_processor_options {
     int64_t       debug_commit_delay_ms;  /* testing aid: pause inside every transaction before
                                              committing, so a kill -9 lands mid-transaction */
     volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
+    size_t        snapshot_chunk_bytes;   /* state bytes per Snapshot message (0: the default) */
     int           skip_create_topics;     /* the output topics exist already: do not call
                                              rd_kafka_CreateTopics (librdkafka's mock cluster
                                              has no Admin API; the embedded demo creates them) */
 } dp_processor_options;
+
+/* A snapshot's state is split into Snapshot messages of at most this many
+ * state bytes (state_record.h).  The default leaves room under the
+ * broker's default message.max.bytes (~1 MiB) for the message's other
+ * fields and for the record batch overhead; the maximum keeps 256 KiB of
+ * that room; the minimum only guards against absurd chunk counts. */
+#define DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES (512 * 1024)
+#define DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES     64
+#define DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES     (768 * 1024)
 
 /* Runs until *stop.  DP_OK after a clean shutdown (open transaction
  * committed or aborted, group left); otherwise a negative status with the

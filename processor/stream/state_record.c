@@ -25,9 +25,30 @@ static int snapshot_ad(const dp_codec_snapshot *s, dp_buf *ad)
     return dp_buf_status(ad);
 }
 
-int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
-                             dp_buf *out, char *errstr, size_t errstr_size)
+/* Every public field of a chunk, chunk_count and the nonce included:
+ * chunks of one snapshot agree on these bytes exactly, chunks of another
+ * snapshot (other step, offset, size or nonce) do not. */
+static int chunk_public_fields(const dp_codec_snapshot *s, dp_buf *out)
 {
+    out->len = 0;
+    int rc = snapshot_ad(s, out);
+    if (rc != DP_OK)
+        return rc;
+    dp_buf_put_u32(out, s->chunk_count);
+    dp_buf_put_u8(out, s->encrypted ? 1 : 0);
+    if (s->encrypted)
+        dp_buf_put_bytes(out, s->nonce, DP_CODEC_NONCE_BYTES);
+    return dp_buf_status(out);
+}
+
+/* clear: reset *out before each chunk (the split form) or append to it
+ * (the single-message form, which keeps its historical contract). */
+static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key, size_t chunk_bytes,
+                         dp_buf *out, int clear, dp_state_chunk_fn emit, void *ctx, char *errstr,
+                         size_t errstr_size)
+{
+    if (chunk_bytes == 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "snapshot chunk size must be at least 1 byte");
     dp_codec_snapshot s = {.schema_version = DP_CODEC_SNAPSHOT_VERSION,
                            .stream_id = r->stream_id,
                            .stream_id_len = r->stream_id_len,
@@ -48,6 +69,8 @@ int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp
     dp_buf_init(&sealed);
     int rc = DP_OK;
     if (state_key) {
+        /* The whole state is sealed once and the ciphertext split
+         * (Snapshot.avsc), so one tag authenticates the reassembly. */
         if ((rc = snapshot_ad(&s, &ad)) == DP_OK)
             rc = dp_seal(state_key, r->stream_id, r->stream_id_len, r->open_step - 1, ad.data, ad.len, r->state,
                          r->state_len, &sealed);
@@ -57,11 +80,72 @@ int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp
             s.state_len = sealed.len - DP_SEAL_NONCE_BYTES;
         }
     }
-    if (rc == DP_OK)
+    const uint8_t *all = s.state;
+    size_t total = s.state_len;
+    size_t count = total <= chunk_bytes ? 1 : total / chunk_bytes + (total % chunk_bytes != 0);
+    if (rc == DP_OK && count > (size_t)INT32_MAX)
+        rc = dp_err(errstr, errstr_size, DP_ERANGE, "snapshot of %zu bytes needs too many chunks", total);
+    for (size_t i = 0; rc == DP_OK && i < count; i++) {
+        s.chunk_index = (uint32_t)i;
+        s.chunk_count = (uint32_t)count;
+        if (count > 1) {
+            size_t at = i * chunk_bytes;
+            s.state = all + at;
+            s.state_len = total - at < chunk_bytes ? total - at : chunk_bytes;
+        }
+        if (clear)
+            out->len = 0;
         rc = dp_codec_encode_snapshot_buf(codec, &s, out, errstr, errstr_size);
+        if (rc == DP_OK && emit)
+            rc = emit(ctx, (uint32_t)i, (uint32_t)count, out);
+    }
     dp_buf_free(&ad);
     dp_buf_free(&sealed);
     return rc;
+}
+
+int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
+                             dp_buf *out, char *errstr, size_t errstr_size)
+{
+    return encode_chunks(codec, r, state_key, SIZE_MAX, out, 0, NULL, NULL, errstr, errstr_size);
+}
+
+int dp_state_encode_snapshot_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
+                                    size_t chunk_bytes, dp_buf *out, dp_state_chunk_fn emit, void *ctx,
+                                    char *errstr, size_t errstr_size)
+{
+    return encode_chunks(codec, r, state_key, chunk_bytes, out, 1, emit, ctx, errstr, errstr_size);
+}
+
+int dp_state_snapshot_key(const char *stream_id, size_t stream_id_len, uint32_t chunk_index, dp_buf *out)
+{
+    out->len = 0;
+    dp_buf_put_bytes(out, stream_id, stream_id_len);
+    if (chunk_index > 0) {
+        uint8_t be[4] = {(uint8_t)(chunk_index >> 24), (uint8_t)(chunk_index >> 16), (uint8_t)(chunk_index >> 8),
+                         (uint8_t)chunk_index};
+        dp_buf_put_u8(out, DP_STATE_CHUNK_KEY_SEP);
+        dp_buf_put_bytes(out, be, sizeof be);
+    }
+    return dp_buf_status(out);
+}
+
+int dp_state_key_is_chunk(const void *key, size_t key_len)
+{
+    return key && key_len > 0 && memchr(key, DP_STATE_CHUNK_KEY_SEP, key_len) != NULL;
+}
+
+int dp_state_chunk_peek(dp_codec *codec, const uint8_t *data, size_t len, dp_state_chunk_info *out)
+{
+    dp_codec_snapshot s;
+    int rc = dp_codec_decode_snapshot(codec, data, len, &s, NULL, 0);
+    if (rc != DP_OK)
+        return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
+    out->chunk_index = s.chunk_index;
+    out->chunk_count = s.chunk_count;
+    out->last_closed_step = s.last_closed_step;
+    out->input_offset = s.input_offset;
+    return DP_OK;
 }
 
 int dp_state_encode_progress(const dp_state_record *r, dp_buf *out)
@@ -103,44 +187,124 @@ int dp_state_decode(dp_codec *codec, const uint8_t *data, size_t len, const dp_k
     memset(out, 0, sizeof *out);
     if (len >= 4 && data[0] == 'D' && data[1] == 'P' && data[2] == 'P' && data[3] == '1')
         return decode_progress(data, len, out, scratch, errstr, errstr_size);
+    dp_state_piece one = {.data = data, .len = len};
+    return dp_state_decode_chunks(codec, &one, 1, state_key, out, scratch, errstr, errstr_size);
+}
+
+static int decode_piece(dp_codec *codec, const dp_state_piece *p, dp_codec_snapshot *s, char *errstr,
+                        size_t errstr_size)
+{
+    int rc = dp_codec_decode_snapshot(codec, p->data, p->len, s, errstr, errstr_size);
+    return rc == DP_OK || rc == DP_ENOMEM ? rc : DP_ECORRUPT;
+}
+
+int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t n_pieces,
+                           const dp_key *state_key, dp_state_record *out, dp_buf *scratch,
+                           char *errstr, size_t errstr_size)
+{
+    memset(out, 0, sizeof *out);
     dp_codec_snapshot s;
-    int rc = dp_codec_decode_snapshot(codec, data, len, &s, errstr, errstr_size);
-    if (rc != DP_OK)
-        return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
-    if (s.chunk_count != 1)
-        return dp_err(errstr, errstr_size, DP_ECORRUPT, "chunked snapshots are not supported yet");
-    out->kind = DP_STATE_SNAPSHOT;
-    out->stream_id = s.stream_id;
-    out->stream_id_len = s.stream_id_len;
-    out->updates_topic = s.input_topic;
-    out->updates_topic_len = strlen(s.input_topic);
-    out->partition = s.input_partition;
-    out->skip_below = s.input_offset;
-    out->open_step = s.last_closed_step + 1;
-    out->synthesizer = s.synthesizer;
-    out->state = s.state;
-    out->state_len = s.state_len;
-    if (s.encrypted) {
-        if (!state_key)
-            return dp_err(errstr, errstr_size, DP_EINVAL, "snapshot is encrypted but no state key is configured");
+    /* 1. the authority: the newest index-0 chunk */
+    size_t ref = SIZE_MAX;
+    uint64_t ref_step = 0;
+    int64_t ref_off = 0;
+    for (size_t i = 0; i < n_pieces; i++) {
+        int rc = decode_piece(codec, &pieces[i], &s, errstr, errstr_size);
+        if (rc != DP_OK)
+            return rc;
+        if (s.chunk_index == 0 &&
+            (ref == SIZE_MAX || s.last_closed_step > ref_step ||
+             (s.last_closed_step == ref_step && s.input_offset > ref_off))) {
+            ref = i;
+            ref_step = s.last_closed_step;
+            ref_off = s.input_offset;
+        }
+    }
+    if (ref == SIZE_MAX)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "snapshot has no chunk 0");
+    dp_buf pub_ref, pub, whole;
+    dp_buf_init(&pub_ref);
+    dp_buf_init(&pub);
+    dp_buf_init(&whole);
+    size_t *chosen = NULL;
+    int rc = decode_piece(codec, &pieces[ref], &s, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = chunk_public_fields(&s, &pub_ref);
+    uint32_t count = s.chunk_count;
+    if (rc == DP_OK && count > n_pieces)
+        rc = dp_err(errstr, errstr_size, DP_ECORRUPT, "incomplete snapshot: %u chunks, %zu found", count,
+                    n_pieces);
+    if (rc == DP_OK && !(chosen = malloc(count * sizeof *chosen)))
+        rc = DP_ENOMEM;
+    /* 2. per index, the first piece that agrees with chunk 0 */
+    for (uint32_t k = 0; rc == DP_OK && k < count; k++)
+        chosen[k] = k == 0 ? ref : SIZE_MAX;
+    for (size_t i = 0; rc == DP_OK && i < n_pieces; i++) {
+        if (i == ref || (rc = decode_piece(codec, &pieces[i], &s, errstr, errstr_size)) != DP_OK)
+            continue;
+        if (s.chunk_index == 0 || s.chunk_index >= count || chosen[s.chunk_index] != SIZE_MAX)
+            continue;
+        if ((rc = chunk_public_fields(&s, &pub)) != DP_OK)
+            break;
+        if (pub.len == pub_ref.len && memcmp(pub.data, pub_ref.data, pub.len) == 0)
+            chosen[s.chunk_index] = i;   /* else stale: an older snapshot's chunk */
+    }
+    /* 3. concatenate the pieces in index order */
+    for (uint32_t k = 0; rc == DP_OK && k < count; k++) {
+        if (chosen[k] == SIZE_MAX) {
+            rc = dp_err(errstr, errstr_size, DP_ECORRUPT, "incomplete snapshot: chunk %u of %u missing", k, count);
+            break;
+        }
+        if ((rc = decode_piece(codec, &pieces[chosen[k]], &s, errstr, errstr_size)) == DP_OK) {
+            dp_buf_put_bytes(&whole, s.state, s.state_len);
+            rc = dp_buf_status(&whole);
+        }
+    }
+    free(chosen);
+    dp_buf_free(&pub_ref);
+    dp_buf_free(&pub);
+    /* 4. the authority last: `out` borrows its strings from this decode */
+    if (rc == DP_OK)
+        rc = decode_piece(codec, &pieces[ref], &s, errstr, errstr_size);
+    if (rc == DP_OK) {
+        out->kind = DP_STATE_SNAPSHOT;
+        out->stream_id = s.stream_id;
+        out->stream_id_len = s.stream_id_len;
+        out->updates_topic = s.input_topic;
+        out->updates_topic_len = strlen(s.input_topic);
+        out->partition = s.input_partition;
+        out->skip_below = s.input_offset;
+        out->open_step = s.last_closed_step + 1;
+        out->synthesizer = s.synthesizer;
+        if (s.encrypted && !state_key)
+            rc = dp_err(errstr, errstr_size, DP_EINVAL, "snapshot is encrypted but no state key is configured");
+        else if (!s.encrypted && state_key)
+            rc = dp_err(errstr, errstr_size, DP_EINVAL, "snapshot is not encrypted but a state key is configured");
+    }
+    if (rc == DP_OK && s.encrypted) {
         dp_buf ad, sealed;
         dp_buf_init(&ad);
         dp_buf_init(&sealed);
         rc = snapshot_ad(&s, &ad);
         dp_buf_put_bytes(&sealed, s.nonce, DP_SEAL_NONCE_BYTES);
-        dp_buf_put_bytes(&sealed, s.state, s.state_len);
+        dp_buf_put_bytes(&sealed, whole.data, whole.len);
         if (rc == DP_OK && (rc = dp_buf_status(&sealed)) == DP_OK) {
             scratch->len = 0;
             rc = dp_unseal(state_key, ad.data, ad.len, sealed.data, sealed.len, scratch, errstr, errstr_size);
         }
         dp_buf_free(&ad);
         dp_buf_free(&sealed);
-        if (rc != DP_OK)
-            return rc;
+    } else if (rc == DP_OK) {
+        scratch->len = 0;
+        dp_buf_put_bytes(scratch, whole.data, whole.len);
+        rc = dp_buf_status(scratch);
+    }
+    if (rc == DP_OK) {
         out->state = scratch->data;
         out->state_len = scratch->len;
-    } else if (state_key) {
-        return dp_err(errstr, errstr_size, DP_EINVAL, "snapshot is not encrypted but a state key is configured");
     }
-    return DP_OK;
+    if (whole.data)
+        sodium_memzero(whole.data, whole.cap);
+    dp_buf_free(&whole);
+    return rc;
 }

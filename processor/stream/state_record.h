@@ -7,7 +7,26 @@
  *     partition / offset, synthesizer name and its exact binary state.
  *     When a state key is configured the state is sealed (seal.h) with the
  *     public fields as associated data, so a snapshot cannot be replayed
- *     under another stream, step or offset.  One chunk (chunk_count 1).
+ *     under another stream, step or offset.  A state whose (sealed) bytes
+ *     exceed the chunk size is split into chunk_count Snapshot messages,
+ *     written in the same transaction: each repeats every public field
+ *     (step, offsets, chunk_count, nonce) and carries one consecutive
+ *     piece of the state bytes — of the ciphertext when sealed, so one
+ *     authentication tag covers the whole reassembled state.
+ *
+ *     Keys (dp_state_snapshot_key): chunk 0 under the stream id itself,
+ *     chunk i > 0 under  stream id ‖ 0xFF ‖ u32 big-endian i.  Stream ids are
+ *     valid UTF-8 (codec.h), in which the byte 0xFF never occurs, so a
+ *     chunk key can never equal another stream's key (nor a progress key,
+ *     which is ASCII) and the id is everything before the first 0xFF.
+ *     Compaction keeps the newest value per key, so after a snapshot with
+ *     fewer chunks than the one before, keys of higher indices still hold
+ *     chunks of the older snapshot: a restore takes chunk 0 (always
+ *     rewritten) as the authority and accepts only chunks that agree with
+ *     it on step, skip offset, chunk count and every other public field
+ *     (dp_state_decode_chunks); anything else is stale and ignored, and a
+ *     missing index makes the snapshot unrestorable (DP_ECORRUPT) rather
+ *     than silently short.
  *
  *   partition progress (key = DP_STATE_PROGRESS_KEY_PREFIX topic "/" partition):
  *     "DPP1" ‖ blob(updates topic) ‖ u32 partition ‖ i64 position ‖ i64 resume
@@ -36,6 +55,8 @@
 #include "core/drbg.h"
 
 #define DP_STATE_PROGRESS_KEY_PREFIX "__dpstream.progress/"
+/* The byte that separates a stream id from a chunk index in a key. */
+#define DP_STATE_CHUNK_KEY_SEP 0xFFu
 
 typedef enum dp_state_kind { DP_STATE_SNAPSHOT = 1, DP_STATE_PROGRESS = 2 } dp_state_kind;
 
@@ -62,6 +83,33 @@ typedef struct dp_state_record {
 /* Encode a snapshot record; the state is sealed iff state_key != NULL. */
 int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
                              dp_buf *out, char *errstr, size_t errstr_size);
+/* Split form: the state (sealed first iff state_key) is cut into pieces of
+ * at most chunk_bytes bytes (>= 1; one chunk if it fits, also for an empty
+ * state) and each encoded chunk handed to emit in index order.  *out is
+ * reused for every chunk (cleared before each).  emit's non-DP_OK status
+ * stops the loop and is returned. */
+typedef int (*dp_state_chunk_fn)(void *ctx, uint32_t chunk_index, uint32_t chunk_count,
+                                 const dp_buf *encoded);
+int dp_state_encode_snapshot_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
+                                    size_t chunk_bytes, dp_buf *out, dp_state_chunk_fn emit, void *ctx,
+                                    char *errstr, size_t errstr_size);
+
+/* Kafka key of chunk `chunk_index` of stream_id's snapshot (see above),
+ * written into *out (cleared first). */
+int dp_state_snapshot_key(const char *stream_id, size_t stream_id_len, uint32_t chunk_index, dp_buf *out);
+/* 1 if key is a chunk key of index > 0 (those are read through chunk 0). */
+int dp_state_key_is_chunk(const void *key, size_t key_len);
+
+/* What a restore needs to know about a snapshot message before assembling:
+ * DP_ECORRUPT if it is not a decodable Snapshot. */
+typedef struct dp_state_chunk_info {
+    uint32_t chunk_index;
+    uint32_t chunk_count;
+    uint64_t last_closed_step;
+    int64_t  input_offset;
+} dp_state_chunk_info;
+int dp_state_chunk_peek(dp_codec *codec, const uint8_t *data, size_t len, dp_state_chunk_info *out);
+
 int dp_state_encode_progress(const dp_state_record *r, dp_buf *out);
 
 /* Decode either kind.  A sealed snapshot needs state_key (else DP_EINVAL);
@@ -71,5 +119,20 @@ int dp_state_encode_progress(const dp_state_record *r, dp_buf *out);
  * record. */
 int dp_state_decode(dp_codec *codec, const uint8_t *data, size_t len, const dp_key *state_key,
                     dp_state_record *out, dp_buf *scratch, char *errstr, size_t errstr_size);
+
+/* Assemble one stream's snapshot from the chunk messages found under its
+ * keys, in any order.  The authority is the index-0 chunk (the one with
+ * the greatest step if several are given); for each index 1..count-1 the
+ * first piece that agrees with it on every public field is used, pieces
+ * that do not (older snapshots, indices >= count, other streams) are
+ * ignored.  DP_ECORRUPT if chunk 0 or any index is missing, or a piece is
+ * not a Snapshot.  A single piece of count 1 is exactly dp_state_decode. */
+typedef struct dp_state_piece {
+    const uint8_t *data;
+    size_t         len;
+} dp_state_piece;
+int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t n_pieces,
+                           const dp_key *state_key, dp_state_record *out, dp_buf *scratch,
+                           char *errstr, size_t errstr_size);
 
 #endif

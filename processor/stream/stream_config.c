@@ -146,6 +146,73 @@ static int load_kafka(dp_stream_config *c, const json_t *kafka, char *errstr, si
     return DP_OK;
 }
 
+/* "wire": the Kafka wire format (codec.h).  Confluent framing is useless
+ * without the registry ids of all six schemas (every dpstream topic carries
+ * one of them, and a decoder refuses a frame whose id it does not know), so
+ * a partial map is refused here rather than failing on the first message. */
+static int load_wire(dp_stream_config *c, const json_t *wire, char *errstr, size_t n)
+{
+    c->framing = DP_CODEC_FRAMING_PLAIN;
+    if (!wire)
+        return DP_OK;
+    if (!json_is_object(wire))
+        return dp_err(errstr, n, DP_EINVAL, "wire: must be an object");
+    const json_t *jframing = NULL, *jids = NULL;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)wire, key, val) {
+        if (strcmp(key, "framing") == 0) jframing = val;
+        else if (strcmp(key, "schema_ids") == 0) jids = val;
+        else
+            return dp_err(errstr, n, DP_EINVAL, "wire: unknown key \"%s\" (known: framing, schema_ids)", key);
+    }
+    if (jframing) {
+        const char *f = json_is_string(jframing) ? json_string_value(jframing) : NULL;
+        if (f && strcmp(f, "plain") == 0)
+            c->framing = DP_CODEC_FRAMING_PLAIN;
+        else if (f && strcmp(f, "confluent") == 0)
+            c->framing = DP_CODEC_FRAMING_CONFLUENT;
+        else
+            return dp_err(errstr, n, DP_EINVAL, "wire.framing: must be \"plain\" or \"confluent\"");
+    }
+    if (c->framing == DP_CODEC_FRAMING_PLAIN) {
+        if (jids)
+            return dp_err(errstr, n, DP_EINVAL,
+                          "wire.schema_ids: only meaningful with \"framing\": \"confluent\"");
+        return DP_OK;
+    }
+    if (!jids || !json_is_object(jids))
+        return dp_err(errstr, n, DP_EINVAL,
+                      "wire.schema_ids: required object with the Schema Registry id of every schema "
+                      "(Update, SyntheticRecord, ReleaseManifest, BudgetEvent, DeadLetter, Snapshot)");
+    json_object_foreach((json_t *)jids, key, val) {
+        int t = 0;
+        while (t < DP_CODEC_TYPE_COUNT && strcmp(key, dp_codec_type_name((dp_codec_type)t)) != 0)
+            t++;
+        if (t == DP_CODEC_TYPE_COUNT)
+            return dp_err(errstr, n, DP_EINVAL,
+                          "wire.schema_ids: unknown key \"%s\" (known: Update, SyntheticRecord, ReleaseManifest, "
+                          "BudgetEvent, DeadLetter, Snapshot)", key);
+        /* Registry ids are positive Java ints: 1 .. 2^31-1. */
+        if (!json_is_integer(val) || json_integer_value(val) < 1 || json_integer_value(val) > INT32_MAX)
+            return dp_err(errstr, n, DP_EINVAL, "wire.schema_ids.%s: must be an integer in 1..2147483647", key);
+        c->schema_ids[t] = (uint32_t)json_integer_value(val);
+    }
+    for (int t = 0; t < DP_CODEC_TYPE_COUNT; t++)
+        if (c->schema_ids[t] == 0)
+            return dp_err(errstr, n, DP_EINVAL, "wire.schema_ids.%s: required with confluent framing",
+                          dp_codec_type_name((dp_codec_type)t));
+    return DP_OK;
+}
+
+void dp_stream_config_codec_options(const dp_stream_config *c, dp_codec_options *out)
+{
+    memset(out, 0, sizeof *out);
+    out->framing = c->framing;
+    if (c->framing == DP_CODEC_FRAMING_CONFLUENT)
+        memcpy(out->schema_id, c->schema_ids, sizeof out->schema_id);
+}
+
 /* 1 if route `a` (earlier) matches every id route `b` matches. */
 static int route_shadows(const dp_stream_route *a, const dp_stream_route *b)
 {
@@ -245,7 +312,7 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
     dp_stream_config *c = calloc(1, sizeof *c);
     if (!c)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
-    const json_t *topics = NULL, *kafka = NULL, *delta = NULL, *streams = NULL;
+    const json_t *topics = NULL, *kafka = NULL, *delta = NULL, *streams = NULL, *wire = NULL;
     const char *key;
     json_t *val;
     int rc = DP_EINVAL;
@@ -254,9 +321,10 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
         else if (strcmp(key, "kafka") == 0) kafka = val;
         else if (strcmp(key, "delta") == 0) delta = val;
         else if (strcmp(key, "streams") == 0) streams = val;
+        else if (strcmp(key, "wire") == 0) wire = val;
         else {
             dp_err(errstr, errstr_size, DP_EINVAL,
-                   "unknown top-level key \"%s\" (known: topics, kafka, delta, streams)", key);
+                   "unknown top-level key \"%s\" (known: topics, kafka, wire, delta, streams)", key);
             goto fail;
         }
     }
@@ -271,6 +339,8 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
     if ((rc = load_topics(c, topics, errstr, errstr_size)) != DP_OK)
         goto fail;
     if ((rc = load_kafka(c, kafka, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    if ((rc = load_wire(c, wire, errstr, errstr_size)) != DP_OK)
         goto fail;
     rc = DP_EINVAL;
     if (!streams || !json_is_array(streams) || json_array_size(streams) == 0) {

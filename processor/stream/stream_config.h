@@ -11,6 +11,13 @@
  *     "kafka":  {"bootstrap.servers": "127.0.0.1:9092", …},   optional;
  *                librdkafka properties, values strings (numbers and
  *                booleans are accepted and written in canonical form)
+ *     "wire":   {"framing": "plain" | "confluent",    optional; default plain
+ *                "schema_ids": {"Update": 1, "SyntheticRecord": 2,
+ *                               "ReleaseManifest": 3, "BudgetEvent": 4,
+ *                               "DeadLetter": 5, "Snapshot": 6}},
+ *                the Kafka wire format of every message dpstream reads or
+ *                writes (codec.h); "confluent" needs all six Schema
+ *                Registry ids, each in 1..2^31-1; "plain" takes none
  *     "delta":  1e-6,                                 optional, in (0, 1);
  *                the δ of the published (ε, δ) equivalents; copied into
  *                every stream's synthesizer config as "delta" unless that
@@ -41,6 +48,9 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "codec/codec.h"
 
 typedef struct dp_stream_route {
     char   *match;          /* exact stream id, or NULL */
@@ -65,6 +75,8 @@ typedef struct dp_stream_config {
     dp_kafka_property *kafka;      /* in file order */
     size_t             n_kafka;
     double             delta;
+    dp_codec_framing   framing;                          /* "wire.framing" */
+    uint32_t           schema_ids[DP_CODEC_TYPE_COUNT];  /* CONFLUENT only */
     dp_stream_route   *routes;     /* in file order */
     size_t             n_routes;
 } dp_stream_config;
@@ -80,6 +92,11 @@ int dp_stream_config_parse(dp_stream_config **out, const char *text, size_t len,
 int dp_stream_config_load_file(dp_stream_config **out, const char *path,
                                char *errstr, size_t errstr_size);
 void dp_stream_config_free(dp_stream_config *c);
+
+/* The codec options of the configured wire format ("wire"): the one place
+ * every Kafka reader and writer (processor, produce, load, export, mock
+ * harness) gets its framing from, so they can never disagree. */
+void dp_stream_config_codec_options(const dp_stream_config *c, dp_codec_options *out);
 
 /* The route for a stream id (first match wins), or NULL. */
 const dp_stream_route *dp_stream_config_route(const dp_stream_config *c,

@@ -99,6 +99,12 @@ static int cumul_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject
     return dp_lingest_offer(&((cumul_ingest *)in)->li, u, reason);
 }
 
+static int cumul_ingest_update_batch(dp_ingest_half *in, const dp_update *u, size_t n,
+                                     dp_reject_reason *reasons)
+{
+    return dp_lingest_offer_batch(&((cumul_ingest *)in)->li, u, n, reasons);
+}
+
 static int cumul_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
 {
     cumul_ingest *w = (cumul_ingest *)in;
@@ -602,6 +608,7 @@ const dp_synth_ops dp_synth_ops_cumulative = {
     .name = "cumulative",
     .ingest_create = cumul_ingest_create,
     .ingest_update = cumul_ingest_update,
+    .ingest_update_batch = cumul_ingest_update_batch,
     .ingest_close = cumul_ingest_close,
     .ingest_roster_complete = cumul_ingest_roster_complete,
     .ingest_save = cumul_ingest_save,

@@ -71,6 +71,12 @@ void dp_lingest_free(dp_lingest *li);
 /* Validate and apply one update (see synth.h for the reasons).  DP_OK with
  * *reason set, or DP_ENOMEM. */
 int  dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reason);
+/* Offer u[0..n) in order: exactly n calls of dp_lingest_offer (same
+ * reasons, same state), with the roster lookups of later updates
+ * prefetched while earlier ones are applied.  On a negative status the
+ * update that failed and those after it are not applied and their reasons
+ * are unspecified; the ones before it are applied. */
+int  dp_lingest_offer_batch(dp_lingest *li, const dp_update *u, size_t n, dp_reject_reason *reasons);
 
 /* Impute every individual that has not reported in the open step and clear
  * the reported bits; returns how many were imputed.  The caller then reads

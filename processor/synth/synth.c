@@ -118,6 +118,24 @@ int dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason)
     return s->ops->ingest_update(s->in, u, reason);
 }
 
+int dp_synth_ingest_batch(dp_synth *s, const dp_update *u, size_t n, dp_reject_reason *reasons)
+{
+    /* The exhausted flag changes only at close/restore, never within a batch. */
+    if (s->exhausted) {
+        for (size_t i = 0; i < n; i++)
+            reasons[i] = DP_REJECT_EXHAUSTED;
+        return DP_OK;
+    }
+    if (s->ops->ingest_update_batch)
+        return s->ops->ingest_update_batch(s->in, u, n, reasons);
+    for (size_t i = 0; i < n; i++) {
+        int rc = s->ops->ingest_update(s->in, &u[i], &reasons[i]);
+        if (rc != DP_OK)
+            return rc;
+    }
+    return DP_OK;
+}
+
 uint64_t dp_synth_open_step(const dp_synth *s) { return s->open_step; }
 
 int dp_synth_exhausted(const dp_synth *s) { return s->ops->release_exhausted(s->rel); }

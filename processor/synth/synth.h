@@ -183,6 +183,15 @@ const char *dp_synth_name(const dp_synth *s);
  * status only for internal failures (out of memory). */
 int  dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason);
 
+/* (added) Offer u[0..n) in order, reasons[i] for u[i]: exactly what n
+ * calls of dp_synth_ingest would do (same reasons, same state, so the same
+ * later releases and snapshots), but synthesizers with an
+ * ingest_update_batch op overlap the memory accesses of consecutive
+ * updates (a consumer hands over a whole poll's batch).  On a negative
+ * status the failing update and all later ones were not applied and their
+ * reasons are unspecified, as if the caller had stopped at that call. */
+int  dp_synth_ingest_batch(dp_synth *s, const dp_update *u, size_t n, dp_reject_reason *reasons);
+
 /* The step currently open (1 before anything closed). */
 uint64_t dp_synth_open_step(const dp_synth *s);
 /* 1 once the stream is stopped (budget or horizon used up). */
@@ -230,6 +239,11 @@ typedef struct dp_synth_ops {
     void (*release_destroy)(dp_release_half *rel);
     /* (added) The release half's per-stream budget ledger; NULL if it keeps none. */
     const dp_ledger *(*release_ledger)(const dp_release_half *rel);
+    /* (added, optional) ingest_update on u[0..n) in order, with the same
+     * reasons and resulting state as n ingest_update calls; may stop at
+     * the first negative status.  NULL: callers loop over ingest_update. */
+    int  (*ingest_update_batch)(dp_ingest_half *in, const dp_update *u, size_t n,
+                                dp_reject_reason *reasons);
 } dp_synth_ops;
 
 /* NULL if unknown. */

@@ -89,6 +89,12 @@ static int window_ingest_update(dp_ingest_half *in, const dp_update *u, dp_rejec
     return dp_lingest_offer(&((window_ingest *)in)->li, u, reason);
 }
 
+static int window_ingest_update_batch(dp_ingest_half *in, const dp_update *u, size_t n,
+                                      dp_reject_reason *reasons)
+{
+    return dp_lingest_offer_batch(&((window_ingest *)in)->li, u, n, reasons);
+}
+
 static int window_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
 {
     window_ingest *w = (window_ingest *)in;
@@ -537,6 +543,7 @@ const dp_synth_ops dp_synth_ops_window = {
     .name = "window",
     .ingest_create = window_ingest_create,
     .ingest_update = window_ingest_update,
+    .ingest_update_batch = window_ingest_update_batch,
     .ingest_close = window_ingest_close,
     .ingest_roster_complete = window_ingest_roster_complete,
     .ingest_save = window_ingest_save,

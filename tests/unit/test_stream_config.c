@@ -181,11 +181,114 @@ static void test_load_file(void)
     remove(path);
 }
 
+#define ONE_ROUTE "\"streams\":[{\"match\":\"s\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "}]"
+#define ALL_IDS "{\"Update\":1,\"SyntheticRecord\":2,\"ReleaseManifest\":3,\"BudgetEvent\":4," \
+                "\"DeadLetter\":5,\"Snapshot\":2147483647}"
+
+/* "wire": framing and Schema Registry ids, and the codec options every
+ * Kafka reader/writer builds from them. */
+static void test_wire(void)
+{
+    dp_codec_options o;
+    /* default: plain, no ids */
+    dp_stream_config *c = load_ok("{" ONE_ROUTE "}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->framing, DP_CODEC_FRAMING_PLAIN);
+    memset(&o, 0xAB, sizeof o);
+    dp_stream_config_codec_options(c, &o);
+    CU_ASSERT_EQUAL(o.framing, DP_CODEC_FRAMING_PLAIN);
+    for (int t = 0; t < DP_CODEC_TYPE_COUNT; t++)
+        CU_ASSERT_EQUAL(o.schema_id[t], 0);
+    dp_stream_config_free(c);
+
+    c = load_ok("{\"wire\":{\"framing\":\"plain\"}," ONE_ROUTE "}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->framing, DP_CODEC_FRAMING_PLAIN);
+    dp_stream_config_free(c);
+
+    /* confluent: ids land at their codec type, whatever the key order */
+    c = load_ok("{\"wire\":{\"schema_ids\":{\"Snapshot\":60,\"DeadLetter\":50,\"BudgetEvent\":40,"
+                "\"ReleaseManifest\":30,\"SyntheticRecord\":20,\"Update\":10},\"framing\":\"confluent\"},"
+                ONE_ROUTE "}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    dp_stream_config_codec_options(c, &o);
+    CU_ASSERT_EQUAL(o.framing, DP_CODEC_FRAMING_CONFLUENT);
+    CU_ASSERT_EQUAL(o.schema_id[DP_CODEC_UPDATE], 10);
+    CU_ASSERT_EQUAL(o.schema_id[DP_CODEC_SYNTHETIC_RECORD], 20);
+    CU_ASSERT_EQUAL(o.schema_id[DP_CODEC_RELEASE_MANIFEST], 30);
+    CU_ASSERT_EQUAL(o.schema_id[DP_CODEC_BUDGET_EVENT], 40);
+    CU_ASSERT_EQUAL(o.schema_id[DP_CODEC_DEAD_LETTER], 50);
+    CU_ASSERT_EQUAL(o.schema_id[DP_CODEC_SNAPSHOT], 60);
+    /* the options really produce Confluent frames with these ids */
+    dp_codec *codec = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(dp_codec_create(&codec, &o, err, sizeof err), DP_OK);
+    dp_update u = {.stream_id = "s", .stream_id_len = 1, .step = 1, .kind = DP_UPDATE_CLOSE_STEP};
+    dp_buf b;
+    dp_buf_init(&b);
+    CU_ASSERT_EQUAL_FATAL(dp_codec_encode_update_buf(codec, &u, &b, err, sizeof err), DP_OK);
+    CU_ASSERT_FATAL(b.len > DP_CODEC_CONFLUENT_HEADER);
+    CU_ASSERT_EQUAL(b.data[0], 0x00);
+    CU_ASSERT_EQUAL(b.data[1], 0x00);
+    CU_ASSERT_EQUAL(b.data[2], 0x00);
+    CU_ASSERT_EQUAL(b.data[3], 0x00);
+    CU_ASSERT_EQUAL(b.data[4], 10);
+    dp_buf_free(&b);
+    dp_codec_destroy(codec);
+    dp_stream_config_free(c);
+
+    c = load_ok("{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":" ALL_IDS "}," ONE_ROUTE "}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->schema_ids[DP_CODEC_SNAPSHOT], 2147483647u);
+    dp_stream_config_free(c);
+
+    static const struct { const char *text; const char *needle; } BAD[] = {
+        {"{\"wire\":[]," ONE_ROUTE "}", "wire: must be an object"},
+        {"{\"wire\":{\"framing\":\"avro\"}," ONE_ROUTE "}", "wire.framing: must be"},
+        {"{\"wire\":{\"framing\":1}," ONE_ROUTE "}", "wire.framing: must be"},
+        {"{\"wire\":{\"framings\":\"plain\"}," ONE_ROUTE "}", "wire: unknown key \"framings\""},
+        {"{\"wire\":{\"framing\":\"confluent\"}," ONE_ROUTE "}", "wire.schema_ids: required"},
+        {"{\"wire\":{\"framing\":\"plain\",\"schema_ids\":" ALL_IDS "}," ONE_ROUTE "}",
+         "wire.schema_ids: only meaningful"},
+        {"{\"wire\":{\"schema_ids\":" ALL_IDS "}," ONE_ROUTE "}", "wire.schema_ids: only meaningful"},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":{\"Update\":1,\"SyntheticRecord\":2,"
+         "\"ReleaseManifest\":3,\"BudgetEvent\":4,\"DeadLetter\":5}}," ONE_ROUTE "}",
+         "wire.schema_ids.Snapshot: required"},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":{\"Update\":0,\"SyntheticRecord\":2,"
+         "\"ReleaseManifest\":3,\"BudgetEvent\":4,\"DeadLetter\":5,\"Snapshot\":6}}," ONE_ROUTE "}",
+         "wire.schema_ids.Update: must be an integer"},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":{\"Update\":1,\"SyntheticRecord\":2,"
+         "\"ReleaseManifest\":3,\"BudgetEvent\":2147483648,\"DeadLetter\":5,\"Snapshot\":6}}," ONE_ROUTE "}",
+         "wire.schema_ids.BudgetEvent: must be an integer"},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":{\"Update\":-3,\"SyntheticRecord\":2,"
+         "\"ReleaseManifest\":3,\"BudgetEvent\":4,\"DeadLetter\":5,\"Snapshot\":6}}," ONE_ROUTE "}",
+         "wire.schema_ids.Update: must be an integer"},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":{\"Update\":\"1\",\"SyntheticRecord\":2,"
+         "\"ReleaseManifest\":3,\"BudgetEvent\":4,\"DeadLetter\":5,\"Snapshot\":6}}," ONE_ROUTE "}",
+         "wire.schema_ids.Update: must be an integer"},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":{\"Update\":1,\"SyntheticRecord\":2,"
+         "\"ReleaseManifest\":3,\"BudgetEvent\":4,\"DeadLetter\":5,\"Snapshot\":6,\"Progress\":7}}," ONE_ROUTE "}",
+         "wire.schema_ids: unknown key \"Progress\""},
+        {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":[1,2,3,4,5,6]}," ONE_ROUTE "}",
+         "wire.schema_ids: required object"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        dp_stream_config *bc = (dp_stream_config *)1;
+        char e[1024] = "";
+        int rc = dp_stream_config_parse(&bc, BAD[i].text, strlen(BAD[i].text), e, sizeof e);
+        int ok = rc == DP_EINVAL && bc == NULL && strstr(e, BAD[i].needle) != NULL;
+        CU_ASSERT(ok);
+        if (!ok)
+            fprintf(stderr, "\n  wire case %zu: rc=%d err=\"%s\" (wanted \"%s\")", i, rc, e, BAD[i].needle);
+    }
+}
+
 static const dptest_case CASES[] = {
     {"routing: exact before prefix, first match wins", test_routing},
     {"topic, kafka and delta defaults and overrides", test_defaults},
     {"validation errors name the JSON path", test_validation},
     {"loading from a file", test_load_file},
+    {"wire: framing and schema ids", test_wire},
     {NULL, NULL},
 };
 

@@ -208,12 +208,217 @@ static void test_seal_binds_associated_data(void)
     dp_buf_free(&o);
 }
 
+/* --- chunked snapshots ------------------------------------------------------ */
+
+#define MAX_CHUNKS 64
+
+typedef struct chunk_set {
+    dp_buf   msg[MAX_CHUNKS];
+    uint32_t n;
+    uint32_t count_seen;
+} chunk_set;
+
+static int collect_chunk(void *ctx, uint32_t index, uint32_t count, const dp_buf *enc)
+{
+    chunk_set *cs = ctx;
+    if (index != cs->n || cs->n >= MAX_CHUNKS)
+        return DP_EINVAL;   /* chunks must come in index order */
+    dp_buf_init(&cs->msg[cs->n]);
+    dp_buf_put_bytes(&cs->msg[cs->n], enc->data, enc->len);
+    cs->n++;
+    cs->count_seen = count;
+    return dp_buf_status(&cs->msg[index]);
+}
+
+static void chunk_set_free(chunk_set *cs)
+{
+    for (uint32_t i = 0; i < cs->n; i++)
+        dp_buf_free(&cs->msg[i]);
+    cs->n = 0;
+}
+
+/* Encode a snapshot of `len` patterned state bytes (the pattern depends on
+ * seed, so two snapshots' pieces differ) in chunks of chunk_bytes. */
+static void encode_chunked(dp_codec *c, const dp_key *k, uint64_t open_step, int64_t skip, size_t len,
+                           uint8_t seed, size_t chunk_bytes, uint8_t *state, chunk_set *cs)
+{
+    for (size_t i = 0; i < len; i++)
+        state[i] = (uint8_t)(i * 31u + seed);
+    dp_state_record r = snap(open_step, skip);
+    r.state = state;
+    r.state_len = len;
+    dp_buf tmp;
+    dp_buf_init(&tmp);
+    memset(cs, 0, sizeof *cs);
+    CU_ASSERT_EQUAL(dp_state_encode_snapshot_chunks(c, &r, k, chunk_bytes, &tmp, collect_chunk, cs, NULL, 0), DP_OK);
+    dp_buf_free(&tmp);
+}
+
+static int assemble(dp_codec *c, const dp_key *k, const dp_buf *const *msgs, size_t n, dp_state_record *out,
+                    dp_buf *scratch)
+{
+    dp_state_piece pieces[2 * MAX_CHUNKS];
+    for (size_t i = 0; i < n; i++)
+        pieces[i] = (dp_state_piece){.data = msgs[i]->data, .len = msgs[i]->len};
+    return dp_state_decode_chunks(c, pieces, n, k, out, scratch, NULL, 0);
+}
+
+static void test_chunked_snapshots(void)
+{
+    dp_codec *c = codec_new();
+    dp_key key;
+    dptest_key(&key, 21);
+    for (int sealed = 0; sealed <= 1; sealed++) {
+        const dp_key *k = sealed ? &key : NULL;
+        static uint8_t now_state[1000], old_state[1700], same_step_state[1000];
+        chunk_set now, old, same_step;
+        /* the current snapshot: step 5, 1000 state bytes in pieces of 128 */
+        encode_chunked(c, k, 6, 900, sizeof now_state, 1, 128, now_state, &now);
+        size_t stored = sizeof now_state + (sealed ? DP_SEAL_OVERHEAD - DP_SEAL_NONCE_BYTES : 0);
+        CU_ASSERT_EQUAL_FATAL(now.n, (stored + 127) / 128);
+        CU_ASSERT_EQUAL(now.count_seen, now.n);
+        /* an older, larger one (step 4): its higher indices outlive it under compaction */
+        encode_chunked(c, k, 5, 800, sizeof old_state, 2, 128, old_state, &old);
+        CU_ASSERT_FATAL(old.n > now.n);
+        /* same step, other skip offset (a different history): never mixed in */
+        encode_chunked(c, k, 6, 901, sizeof same_step_state, 3, 128, same_step_state, &same_step);
+        CU_ASSERT_EQUAL_FATAL(same_step.n, now.n);
+
+        /* every chunk carries the step, the count and a piece of at most 128 bytes */
+        for (uint32_t i = 0; i < now.n; i++) {
+            dp_codec_snapshot s;
+            CU_ASSERT_EQUAL_FATAL(dp_codec_decode_snapshot(c, now.msg[i].data, now.msg[i].len, &s, NULL, 0), DP_OK);
+            CU_ASSERT_EQUAL(s.chunk_index, i);
+            CU_ASSERT_EQUAL(s.chunk_count, now.n);
+            CU_ASSERT_EQUAL(s.last_closed_step, 5);
+            CU_ASSERT_EQUAL(s.input_offset, 900);
+            CU_ASSERT(s.state_len <= 128 && s.state_len > 0);
+            CU_ASSERT_EQUAL(s.encrypted, sealed);
+        }
+
+        const dp_buf *pick[2 * MAX_CHUNKS];
+        size_t n = 0;
+        dp_state_record out;
+        dp_buf scratch;
+        dp_buf_init(&scratch);
+
+        /* out of order, with the stale tail of the old snapshot, the old
+         * chunk 0 (older step: not the authority) and same-step chunks of
+         * another history (other skip offset) interleaved; chunk 0 is
+         * unique per key, so only the current one is given */
+        n = 0;
+        for (uint32_t i = old.n; i-- > 0;)
+            pick[n++] = &old.msg[i];
+        for (uint32_t i = now.n; i-- > 0;) {
+            if (i > 0)
+                pick[n++] = &same_step.msg[i];
+            pick[n++] = &now.msg[i];
+        }
+        CU_ASSERT_EQUAL_FATAL(assemble(c, k, pick, n, &out, &scratch), DP_OK);
+        CU_ASSERT_EQUAL(out.kind, DP_STATE_SNAPSHOT);
+        CU_ASSERT_EQUAL(out.open_step, 6);
+        CU_ASSERT_EQUAL(out.skip_below, 900);
+        CU_ASSERT_EQUAL(out.stream_id_len, 5);
+        CU_ASSERT_TRUE(out.state_len == sizeof now_state && memcmp(out.state, now_state, sizeof now_state) == 0);
+
+        /* a shuffled order (odd indices first) gives the same bytes */
+        n = 0;
+        for (uint32_t i = 1; i < now.n; i += 2)
+            pick[n++] = &now.msg[i];
+        for (uint32_t i = 0; i < now.n; i += 2)
+            pick[n++] = &now.msg[i];
+        CU_ASSERT_EQUAL_FATAL(assemble(c, k, pick, n, &out, &scratch), DP_OK);
+        CU_ASSERT_TRUE(out.state_len == sizeof now_state && memcmp(out.state, now_state, sizeof now_state) == 0);
+
+        /* a missing middle chunk, even with stale chunks of that index
+         * (older step; same step but other offset) present: refused */
+        n = 0;
+        for (uint32_t i = 0; i < now.n; i++)
+            if (i != 2)
+                pick[n++] = &now.msg[i];
+        pick[n++] = &old.msg[2];
+        pick[n++] = &same_step.msg[2];
+        CU_ASSERT_EQUAL(assemble(c, k, pick, n, &out, &scratch), DP_ECORRUPT);
+        /* the missing last chunk */
+        CU_ASSERT_EQUAL(assemble(c, k, (const dp_buf *const[]){&now.msg[0]}, 1, &out, &scratch), DP_ECORRUPT);
+        n = 0;
+        for (uint32_t i = 0; i + 1 < now.n; i++)
+            pick[n++] = &now.msg[i];
+        CU_ASSERT_EQUAL(assemble(c, k, pick, n, &out, &scratch), DP_ECORRUPT);
+        /* no chunk 0 */
+        n = 0;
+        for (uint32_t i = 1; i < now.n; i++)
+            pick[n++] = &now.msg[i];
+        CU_ASSERT_EQUAL(assemble(c, k, pick, n, &out, &scratch), DP_ECORRUPT);
+        /* a lone chunk of a multi-chunk snapshot is not a whole snapshot */
+        CU_ASSERT_EQUAL(dp_state_decode(c, now.msg[0].data, now.msg[0].len, k, &out, &scratch, NULL, 0), DP_ECORRUPT);
+        /* the old snapshot alone is complete and restores as itself */
+        n = 0;
+        for (uint32_t i = 0; i < old.n; i++)
+            pick[n++] = &old.msg[i];
+        CU_ASSERT_EQUAL_FATAL(assemble(c, k, pick, n, &out, &scratch), DP_OK);
+        CU_ASSERT_EQUAL(out.open_step, 5);
+        CU_ASSERT_TRUE(out.state_len == sizeof old_state && memcmp(out.state, old_state, sizeof old_state) == 0);
+
+        /* a state that fits is one chunk, readable by dp_state_decode */
+        chunk_set one;
+        encode_chunked(c, k, 6, 900, sizeof now_state, 1, 4096, now_state, &one);
+        CU_ASSERT_EQUAL_FATAL(one.n, 1);
+        CU_ASSERT_EQUAL(dp_state_decode(c, one.msg[0].data, one.msg[0].len, k, &out, &scratch, NULL, 0), DP_OK);
+        CU_ASSERT_TRUE(out.state_len == sizeof now_state && memcmp(out.state, now_state, sizeof now_state) == 0);
+        /* and identical to the single-message encoder's output */
+        dp_state_record r1 = snap(6, 900);
+        r1.state = now_state;
+        r1.state_len = sizeof now_state;
+        dp_buf single;
+        dp_buf_init(&single);
+        CU_ASSERT_EQUAL(dp_state_encode_snapshot(c, &r1, k, &single, NULL, 0), DP_OK);
+        CU_ASSERT_TRUE(single.len == one.msg[0].len && memcmp(single.data, one.msg[0].data, single.len) == 0);
+        dp_buf_free(&single);
+
+        chunk_set_free(&one);
+        chunk_set_free(&now);
+        chunk_set_free(&old);
+        chunk_set_free(&same_step);
+        dp_buf_free(&scratch);
+    }
+    dp_codec_destroy(c);
+}
+
+/* Chunk keys: chunk 0 is the stream id; later ones carry a 0xFF separator,
+ * which no stream id can contain (the codec refuses ids that are not UTF-8). */
+static void test_chunk_keys(void)
+{
+    dp_buf k;
+    dp_buf_init(&k);
+    CU_ASSERT_EQUAL(dp_state_snapshot_key("cum/a", 5, 0, &k), DP_OK);
+    CU_ASSERT_TRUE(k.len == 5 && memcmp(k.data, "cum/a", 5) == 0);
+    CU_ASSERT_FALSE(dp_state_key_is_chunk(k.data, k.len));
+    CU_ASSERT_EQUAL(dp_state_snapshot_key("cum/a", 5, 258, &k), DP_OK);
+    CU_ASSERT_TRUE(k.len == 10 && memcmp(k.data, "cum/a\xff\x00\x00\x01\x02", 10) == 0);
+    CU_ASSERT_TRUE(dp_state_key_is_chunk(k.data, k.len));
+    CU_ASSERT_FALSE(dp_state_key_is_chunk(DP_STATE_PROGRESS_KEY_PREFIX "t/0",
+                                          strlen(DP_STATE_PROGRESS_KEY_PREFIX "t/0")));
+    /* a stream whose id would spell another stream's chunk key cannot exist */
+    dp_codec *c = codec_new();
+    dp_update u = {.stream_id = (const char *)k.data, .stream_id_len = k.len, .step = 1,
+                   .kind = DP_UPDATE_CLOSE_STEP};
+    dp_buf enc;
+    dp_buf_init(&enc);
+    CU_ASSERT_NOT_EQUAL(dp_codec_encode_update_buf(c, &u, &enc, NULL, 0), DP_OK);
+    dp_buf_free(&enc);
+    dp_codec_destroy(c);
+    dp_buf_free(&k);
+}
+
 static const dptest_case CASES[] = {
     {"snapshot records round-trip, plain and sealed", test_roundtrip_plain_and_sealed},
     {"sealing is deterministic; the nonce follows plaintext and step", test_deterministic_nonce},
     {"any modified byte or another key is detected", test_tamper_detected},
     {"progress records round-trip; truncations refused", test_progress_roundtrip},
     {"the AEAD binds its associated data", test_seal_binds_associated_data},
+    {"chunked snapshots: out of order, stale and missing chunks", test_chunked_snapshots},
+    {"chunk keys cannot collide with stream ids", test_chunk_keys},
     {NULL, NULL},
 };
 
