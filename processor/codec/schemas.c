@@ -399,7 +399,7 @@ static const char SCHEMA_SNAPSHOT[] =
     "  \"type\": \"record\",\n"
     "  \"name\": \"Snapshot\",\n"
     "  \"namespace\": \"org.dpstream.v1\",\n"
-    "  \"doc\": \"A stream's restorable state after a closed step, on the compacted state topic, written in the same Kafka transaction as that step's release. Avro C cannot resolve a reader schema that adds fields with defaults, so the layout is versioned explicitly (schema_version) and migrated in code. A large state is split into chunk_count messages that carry consecutive pieces of the state bytes; all other fields repeat in every chunk. Kafka message key: the stream id (with the chunk index appended by the processor when chunk_count > 1).\",\n"
+    "  \"doc\": \"A stream's restorable state after a closed step, on the compacted state topic, written in the same Kafka transaction as that step's release. Avro C cannot resolve a reader schema that adds fields with defaults, so the layout is versioned explicitly (schema_version) and migrated in code. A large state is split into chunk_count messages that carry consecutive pieces of the state bytes; all other fields repeat in every chunk. Kafka message key: chunk 0 is keyed by the stream id; chunk i > 0 by the stream id, the byte 0xFF (never valid UTF-8, so no stream id can collide) and i as 4 bytes big-endian.\",\n"
     "  \"fields\": [\n"
     "    {\n"
     "      \"name\": \"schema_version\",\n"
