@@ -162,6 +162,19 @@ static int create_topics(rd_kafka_t *rk, const dp_stream_config *cfg, created *c
         rd_kafka_event_destroy(ev);
     }
     rd_kafka_queue_destroy(q);
+    /* CreateTopics returns before every partition has a leader that
+     * answers; the processor's restore treats "Not leader for partition"
+     * on the state topic as fatal, so wait until each topic's offsets can
+     * be listed */
+    for (int i = 0; i < 5 && rc == DP_OK; i++) {
+        int64_t lo = 0, hi = 0, until = now_us() + (int64_t)ADMIN_TIMEOUT_MS * 1000;
+        rd_kafka_resp_err_t e;
+        while ((e = rd_kafka_query_watermark_offsets(rk, names[i], 0, &lo, &hi, 5000)) != RD_KAFKA_RESP_ERR_NO_ERROR &&
+               now_us() < until)
+            sleep_ms(50);
+        if (e)
+            rc = dp_err(errstr, errn, DP_EIO, "topic %s not ready: %s", names[i], rd_kafka_err2str(e));
+    }
     return rc;
 }
 

@@ -291,21 +291,6 @@ static int close_step(replay_out *o, replay_stats *st, stream_slot *s, uint64_t 
     return DP_OK;
 }
 
-static const char *reason_text(dp_reject_reason r)
-{
-    switch (r) {
-    case DP_REJECT_UNKNOWN_STREAM:   return "no stream route matches this stream id";
-    case DP_REJECT_WRONG_KIND:       return "update or payload kind not taken by this stream's synthesizer";
-    case DP_REJECT_UNKNOWN_ENTITY:   return "entity not in the roster fixed at step 1";
-    case DP_REJECT_DUPLICATE_REPORT: return "entity already reported in this step";
-    case DP_REJECT_OUT_OF_DOMAIN:    return "value outside the configured domain";
-    case DP_REJECT_LATE:             return "step already closed";
-    case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
-    case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
-    default:                         return "refused by the synthesizer";
-    }
-}
-
 /* Process one line; returns DP_OK or a fatal status (I/O, memory, close failure). */
 static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_table *tab,
                        replay_out *o, replay_stats *st, dp_update_owned *upd,
@@ -328,7 +313,7 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_ta
     if (!s) {
         const dp_stream_route *route = dp_stream_config_route(cfg, u->stream_id, u->stream_id_len);
         if (!route)
-            return reject(o, st, line_no, DP_REJECT_UNKNOWN_STREAM, reason_text(DP_REJECT_UNKNOWN_STREAM),
+            return reject(o, st, line_no, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM),
                           line, len, 0);
         if (!(s = table_insert(tab, u->stream_id, u->stream_id_len, h)))
             return DP_ENOMEM;
@@ -350,7 +335,7 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_ta
             return DP_OK;
         }
         if (dp_synth_exhausted(s->synth))
-            return reject(o, st, line_no, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
+            return reject(o, st, line_no, DP_REJECT_EXHAUSTED, dp_reject_reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
         if (u->step > open) {
             snprintf(msg, sizeof msg, "CLOSE_STEP for step %llu but step %llu is open",
                      (unsigned long long)u->step, (unsigned long long)open);
@@ -361,10 +346,10 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_ta
     }
 
     if (dp_synth_exhausted(s->synth))
-        return reject(o, st, line_no, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
+        return reject(o, st, line_no, DP_REJECT_EXHAUSTED, dp_reject_reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
     if (u->step != open) {
         dp_reject_reason r = u->step < open ? DP_REJECT_LATE : DP_REJECT_FUTURE_STEP;
-        snprintf(msg, sizeof msg, "%s (update for step %llu, open step %llu)", reason_text(r),
+        snprintf(msg, sizeof msg, "%s (update for step %llu, open step %llu)", dp_reject_reason_text(r),
                  (unsigned long long)u->step, (unsigned long long)open);
         return reject(o, st, line_no, r, msg, line, len, 0);
     }
@@ -376,7 +361,7 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_ta
         return rc;
     }
     if (reason != DP_REJECT_NONE)
-        return reject(o, st, line_no, reason, reason_text(reason), line, len, 0);
+        return reject(o, st, line_no, reason, dp_reject_reason_text(reason), line, len, 0);
     st->used++;
     if (dp_synth_roster_complete(s->synth))
         return close_step(o, st, s, line_no);

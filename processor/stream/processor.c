@@ -389,22 +389,6 @@ static int txn_commit(proc *p)
 
 /* --- dead letters ---------------------------------------------------------------- */
 
-static const char *reason_text(dp_reject_reason r)
-{
-    switch (r) {
-    case DP_REJECT_MALFORMED:        return "not a valid Update";
-    case DP_REJECT_UNKNOWN_STREAM:   return "no stream route matches this stream id";
-    case DP_REJECT_WRONG_KIND:       return "update or payload kind not taken by this stream's synthesizer";
-    case DP_REJECT_UNKNOWN_ENTITY:   return "entity not in the roster fixed at step 1";
-    case DP_REJECT_DUPLICATE_REPORT: return "entity already reported in this step";
-    case DP_REJECT_OUT_OF_DOMAIN:    return "value outside the configured domain";
-    case DP_REJECT_LATE:             return "step already closed";
-    case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
-    case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
-    default:                         return "refused by the synthesizer";
-    }
-}
-
 static int dead_letter(proc *p, const rd_kafka_message_t *m, dp_reject_reason reason, const char *text)
 {
     ps_partition *pp = &p->parts[m->partition];
@@ -691,7 +675,7 @@ static int handle_message(proc *p, const rd_kafka_message_t *m)
     if (!s) {
         const dp_stream_route *route = dp_stream_config_route(p->cfg, u->stream_id, u->stream_id_len);
         if (!route)
-            return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, reason_text(DP_REJECT_UNKNOWN_STREAM));
+            return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
         if (!(s = stream_new(p, u->stream_id, u->stream_id_len, route, m->partition)))
             return DP_ENOMEM;
         dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
@@ -724,7 +708,7 @@ static int handle_message(proc *p, const rd_kafka_message_t *m)
         if (u->step < open)
             return DP_OK;   /* duplicate marker: harmless */
         if (dp_synth_exhausted(s->synth))
-            return dead_letter(p, m, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED));
+            return dead_letter(p, m, DP_REJECT_EXHAUSTED, dp_reject_reason_text(DP_REJECT_EXHAUSTED));
         if (u->step > open) {
             snprintf(msg, sizeof msg, "CLOSE_STEP for step %" PRIu64 " but step %" PRIu64 " is open", u->step, open);
             return dead_letter(p, m, DP_REJECT_FUTURE_STEP, msg);
@@ -732,10 +716,10 @@ static int handle_message(proc *p, const rd_kafka_message_t *m)
         return close_step(p, s, m->offset);
     }
     if (dp_synth_exhausted(s->synth))
-        return dead_letter(p, m, DP_REJECT_EXHAUSTED, reason_text(DP_REJECT_EXHAUSTED));
+        return dead_letter(p, m, DP_REJECT_EXHAUSTED, dp_reject_reason_text(DP_REJECT_EXHAUSTED));
     if (u->step != open) {
         dp_reject_reason r = u->step < open ? DP_REJECT_LATE : DP_REJECT_FUTURE_STEP;
-        snprintf(msg, sizeof msg, "%s (update for step %" PRIu64 ", open step %" PRIu64 ")", reason_text(r),
+        snprintf(msg, sizeof msg, "%s (update for step %" PRIu64 ", open step %" PRIu64 ")", dp_reject_reason_text(r),
                  u->step, open);
         return dead_letter(p, m, r, msg);
     }
@@ -744,7 +728,7 @@ static int handle_message(proc *p, const rd_kafka_message_t *m)
     if (rc != DP_OK)
         return rc;
     if (reason != DP_REJECT_NONE)
-        return dead_letter(p, m, reason, reason_text(reason));
+        return dead_letter(p, m, reason, dp_reject_reason_text(reason));
     if (s->pending == NO_OFFSET)
         s->pending = m->offset;
     s->last_accept_ms = now_ms();

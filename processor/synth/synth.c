@@ -55,6 +55,22 @@ const char *dp_reject_reason_name(dp_reject_reason r)
     return REASON_NAMES[r];
 }
 
+const char *dp_reject_reason_text(dp_reject_reason r)
+{
+    switch (r) {
+    case DP_REJECT_MALFORMED:        return "not a valid Update";
+    case DP_REJECT_UNKNOWN_STREAM:   return "no stream route matches this stream id";
+    case DP_REJECT_WRONG_KIND:       return "update or payload kind not taken by this stream's synthesizer";
+    case DP_REJECT_UNKNOWN_ENTITY:   return "entity not in the roster fixed at step 1";
+    case DP_REJECT_DUPLICATE_REPORT: return "entity already reported in this step";
+    case DP_REJECT_OUT_OF_DOMAIN:    return "value outside the configured domain";
+    case DP_REJECT_LATE:             return "step already closed";
+    case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
+    case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
+    default:                         return "refused by the synthesizer";
+    }
+}
+
 struct dp_synth {
     const dp_synth_ops *ops;
     dp_ingest_half    *in;

@@ -89,6 +89,8 @@ typedef enum dp_reject_reason {
 } dp_reject_reason;
 
 const char *dp_reject_reason_name(dp_reject_reason r);   /* "UNKNOWN_ENTITY", … */
+/* One human-readable sentence for the reason (dead letters, rejected.jsonl). */
+const char *dp_reject_reason_text(dp_reject_reason r);
 
 /* --- output ------------------------------------------------------------------ */
 
