@@ -30,6 +30,14 @@
  *      complete roster would close the step on its last update, before
  *      the marker, and the marker would measure nothing.
  *
+ * Also printed: the process's CPU seconds in each window and the processor
+ * thread's own CPU time (pthread CPU clock), so a run on a loaded machine
+ * still shows the cost per update and how busy the processor was.
+ * --kafka NAME=VALUE adds a librdkafka property to the config's "kafka"
+ * object, i.e. to every client alike (e.g. queued.min.messages: librdkafka
+ * < 2.2 backs off 1 s whenever a partition's prefetch queue is full, which
+ * throttles any consumer slower than the fetcher; see bench/RESULTS.md).
+ *
  * Every topic created here has a unique "bench-tp-<pid>-<ns>" prefix and is
  * deleted at the end (with the consumer groups), also after a failure,
  * unless --keep-topics.  The broker is never started or stopped here.
@@ -164,16 +172,29 @@ static int create_topics(rd_kafka_t *rk, const dp_stream_config *cfg, created *c
     rd_kafka_queue_destroy(q);
     /* CreateTopics returns before every partition has a leader that
      * answers; the processor's restore treats "Not leader for partition"
-     * on the state topic as fatal, so wait until each topic's offsets can
-     * be listed */
+     * on the state topic as fatal, so wait until each topic's metadata
+     * shows a leader and its offsets can be listed */
     for (int i = 0; i < 5 && rc == DP_OK; i++) {
-        int64_t lo = 0, hi = 0, until = now_us() + (int64_t)ADMIN_TIMEOUT_MS * 1000;
-        rd_kafka_resp_err_t e;
-        while ((e = rd_kafka_query_watermark_offsets(rk, names[i], 0, &lo, &hi, 5000)) != RD_KAFKA_RESP_ERR_NO_ERROR &&
-               now_us() < until)
-            sleep_ms(50);
-        if (e)
-            rc = dp_err(errstr, errn, DP_EIO, "topic %s not ready: %s", names[i], rd_kafka_err2str(e));
+        int64_t until = now_us() + (int64_t)ADMIN_TIMEOUT_MS * 1000;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, names[i], NULL);
+        int ready = 0;
+        while (rkt && !ready && now_us() < until) {
+            const struct rd_kafka_metadata *md = NULL;
+            if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                ready = md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt == 1 &&
+                        !md->topics[0].partitions[0].err && md->topics[0].partitions[0].leader >= 0;
+                rd_kafka_metadata_destroy(md);
+            }
+            int64_t lo = 0, hi = 0;
+            if (ready && rd_kafka_query_watermark_offsets(rk, names[i], 0, &lo, &hi, 5000))
+                ready = 0;
+            if (!ready)
+                sleep_ms(50);
+        }
+        if (rkt)
+            rd_kafka_topic_destroy(rkt);
+        if (!ready)
+            rc = dp_err(errstr, errn, DP_EIO, "topic %s has no leader after %d ms", names[i], ADMIN_TIMEOUT_MS);
     }
     return rc;
 }
@@ -1083,7 +1104,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_throughput: %s\n", err);
         return 1;
     }
-    rd_kafka_conf_t *aconf = dp_kafka_conf(acfg, NULL, NULL, 0, err, sizeof err);
+    /* no auto-creation: this handle knows the topics, and a metadata
+     * refresh after DeleteTopics must not bring them back */
+    const char *const admin_kv[][2] = {{"allow.auto.create.topics", "false"}};
+    rd_kafka_conf_t *aconf = dp_kafka_conf(acfg, NULL, admin_kv, 1, err, sizeof err);
     rd_kafka_t *admin = aconf ? rd_kafka_new(RD_KAFKA_PRODUCER, aconf, err, sizeof err) : NULL;
     if (!admin) {
         fprintf(stderr, "bench_throughput: admin client: %s\n", err);
