@@ -18,19 +18,7 @@
 set -euo pipefail
 BIN=$(realpath "${1:?usage: run_crash_replay.sh path/to/dpstream}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d)
-RUN_PID=
-cleanup() {
-    if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then kill -KILL "$RUN_PID" 2>/dev/null || true; fi
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$WORK/run.err" ] && tail -25 "$WORK/run.err" >&2; exit 1; }
-
-BOOT=${DPSTREAM_BOOTSTRAP_SERVERS:-$(bash "$ROOT/scripts/kafka-local.sh" bootstrap)}
-case "$BOOT" in 127.0.0.1:*) ;; *) fail "refusing to use a broker that is not on 127.0.0.1: $BOOT" ;; esac
-export DPSTREAM_BOOTSTRAP_SERVERS=$BOOT
-kcat -b "$BOOT" -L -m 5 > /dev/null 2>&1 || fail "no Kafka broker answers on $BOOT (scripts/kafka-local.sh start)"
+. "$ROOT/tests/integration/lib/prelude.sh"
 
 KILLS=${DPSTREAM_CRASH_KILLS:-12}
 RANDOM=${DPSTREAM_CRASH_SEED:-4242}
