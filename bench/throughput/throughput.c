@@ -8,7 +8,7 @@
  *      load_kafka.c encodes them;
  *   2. rates — (a) raw consume of that topic with exactly the processor's
  *      consumer settings (same config, same fixed properties, same
- *      rd_kafka_consumer_poll loop) and no processing, then (a') the same
+ *      consume loop) and no processing, then (a') the same
  *      with Avro decoding of every message; (b) dp_processor_run end to end
  *      in a thread (fresh group and transactional id): decode, route,
  *      ingest, close steps, produce releases, commit.  Completion is the
@@ -66,6 +66,7 @@
 #include "stream/stream_config.h"
 
 #define ADMIN_TIMEOUT_MS 30000
+#define RAW_BATCH        1024   /* as the processor (processor.c BATCH_MAX) */
 
 typedef struct bench_opts {
     uint64_t    n, steps;                  /* throughput phase */
@@ -634,8 +635,10 @@ typedef struct raw_result {
 } raw_result;
 
 /* The processor's consumer, minus the processing: same config, the same
- * fixed properties (processor.c setup()), subscribe, rd_kafka_consumer_poll
- * one message at a time.  `decode`: also Avro-decode every message. */
+ * defaults and fixed properties (processor.c setup()), subscribe, and the
+ * same loop: one rd_kafka_consumer_poll, then rd_kafka_consume_batch_queue
+ * without waiting for what is already queued (up to 1024 messages).
+ * `decode`: also decode every message (dp_codec_decode_update). */
 static int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t expect, uint64_t step1_msgs,
                        int decode, int64_t deadline_us, raw_result *r, char *errstr, size_t errn)
 {
@@ -645,7 +648,8 @@ static int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t 
                                       {"enable.auto.offset.store", "false"},
                                       {"isolation.level", "read_committed"},
                                       {"auto.offset.reset", "earliest"}};
-    rd_kafka_conf_t *conf = dp_kafka_conf(cfg, NULL, cons_kv, 5, errstr, errn);
+    rd_kafka_conf_t *conf = dp_kafka_conf_with_defaults(cfg, NULL, dp_processor_consumer_defaults,
+                                                        dp_processor_consumer_defaults_n, cons_kv, 5, errstr, errn);
     if (!conf)
         return DP_EINVAL;
     char err[512];
@@ -664,31 +668,41 @@ static int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t 
     if (rc == DP_OK && rd_kafka_subscribe(rk, sub))
         rc = dp_err(errstr, errn, DP_EIO, "raw consumer: subscribe failed");
     rd_kafka_topic_partition_list_destroy(sub);
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
+    rd_kafka_message_t *batch[RAW_BATCH];
     while (rc == DP_OK && r->msgs < expect) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-        if (!m) {
+        ssize_t n = 0;
+        if ((batch[0] = rd_kafka_consumer_poll(rk, 100)) != NULL) {
+            ssize_t more = rd_kafka_consume_batch_queue(q, 0, batch + 1, RAW_BATCH - 1);
+            n = more < 0 ? 1 : 1 + more;
+        }
+        if (n <= 0) {
             if (now_us() > deadline_us)
                 rc = dp_err(errstr, errn, DP_EIO, "raw consume: only %" PRIu64 " of %" PRIu64 " messages in time",
                             r->msgs, expect);
             continue;
         }
-        if (!m->err) {
-            r->msgs++;
-            r->bytes += m->len;
-            if (decode) {
-                dp_update u;
-                if (dp_codec_decode_update(codec, m->payload, m->len, &u, err, sizeof err) != DP_OK)
-                    r->decode_errors++;
+        for (ssize_t i = 0; i < n; i++) {
+            rd_kafka_message_t *m = batch[i];
+            if (!m->err) {
+                r->msgs++;
+                r->bytes += m->len;
+                if (decode) {
+                    dp_update u;
+                    if (dp_codec_decode_update(codec, m->payload, m->len, &u, err, sizeof err) != DP_OK)
+                        r->decode_errors++;
+                }
+                if (r->msgs == step1_msgs) {
+                    t_step1 = now_us();
+                    c_step1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+                }
+            } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                fprintf(stderr, "raw consumer: %s\n", rd_kafka_message_errstr(m));
             }
-            if (r->msgs == step1_msgs) {
-                t_step1 = now_us();
-                c_step1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
-            }
-        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            fprintf(stderr, "raw consumer: %s\n", rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
         }
-        rd_kafka_message_destroy(m);
     }
+    rd_kafka_queue_destroy(q);
     int64_t t1 = now_us();
     double c1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     r->total_cpu = c1 - c0;

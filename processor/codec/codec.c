@@ -148,6 +148,7 @@ void dp_codec_destroy(dp_codec *c)
                        &c->chunk_dbls, &c->manifest_kv, &c->budget_kv};
     for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++)
         free(vecs[i]->p);
+    dp_update_store_free(&c->upd_store);
     free(c);
 }
 
@@ -192,6 +193,13 @@ static void put_header(const dp_codec *c, dp_codec_type t, uint8_t *p)
     p[2] = (uint8_t)(id >> 16);
     p[3] = (uint8_t)(id >> 8);
     p[4] = (uint8_t)id;
+}
+
+void dpc_put_header_buf(const dp_codec *c, dp_codec_type t, dp_buf *out)
+{
+    uint8_t h[DP_CODEC_CONFLUENT_HEADER];
+    put_header(c, t, h);
+    dp_buf_put_bytes(out, h, header_len(c));
 }
 
 /* Serialize into exactly `body` bytes at p (sized by avro_value_sizeof). */
@@ -263,28 +271,36 @@ int dpc_write_buf(dp_codec *c, dp_codec_type t, dp_buf *out, char *errstr, size_
     return DP_OK;
 }
 
+int dpc_unframe(const dp_codec *c, dp_codec_type t, const uint8_t **data, size_t *len, char *errstr,
+                size_t errstr_size)
+{
+    const uint8_t *p = *data;
+    if (!p && *len > 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: no data", TYPE_NAMES[t]);
+    if (c->framing != DP_CODEC_FRAMING_CONFLUENT)
+        return DP_OK;
+    if (*len < DP_CODEC_CONFLUENT_HEADER)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %zu bytes, shorter than the 5-byte schema registry header",
+                      TYPE_NAMES[t], *len);
+    if (p[0] != 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: magic byte 0x%02x, expected 0x00 (schema registry framing)", TYPE_NAMES[t], p[0]);
+    uint32_t id = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+    if (id != c->schema_id[t])
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: schema id %u, expected %u", TYPE_NAMES[t], id,
+                      c->schema_id[t]);
+    *data = p + DP_CODEC_CONFLUENT_HEADER;
+    *len -= DP_CODEC_CONFLUENT_HEADER;
+    return DP_OK;
+}
+
 int dpc_read(dp_codec *c, dp_codec_type t, const void *data, size_t len, avro_value_t **v,
              char *errstr, size_t errstr_size)
 {
     const uint8_t *p = data;
-    if (!p && len > 0)
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: no data", TYPE_NAMES[t]);
-    if (c->framing == DP_CODEC_FRAMING_CONFLUENT) {
-        if (len < DP_CODEC_CONFLUENT_HEADER)
-            return dp_err(errstr, errstr_size, DP_EINVAL,
-                          "%s: %zu bytes, shorter than the 5-byte schema registry header",
-                          TYPE_NAMES[t], len);
-        if (p[0] != 0)
-            return dp_err(errstr, errstr_size, DP_EINVAL,
-                          "%s: magic byte 0x%02x, expected 0x00 (schema registry framing)",
-                          TYPE_NAMES[t], p[0]);
-        uint32_t id = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
-        if (id != c->schema_id[t])
-            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: schema id %u, expected %u",
-                          TYPE_NAMES[t], id, c->schema_id[t]);
-        p += DP_CODEC_CONFLUENT_HEADER;
-        len -= DP_CODEC_CONFLUENT_HEADER;
-    }
+    int rc = dpc_unframe(c, t, &p, &len, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
     char why[192];
     if (dp_avro_check(c->slot[t].schema, p, len, why, sizeof why) != DP_OK)
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s", TYPE_NAMES[t], why);
@@ -309,8 +325,8 @@ int dpc_field(avro_value_t *rec, size_t index, avro_value_t *out)
     return avro_value_get_by_index(rec, index, out, NULL) == 0 ? DP_OK : DP_EINVAL;
 }
 
-static int check_text(const char *s, size_t len, int nonempty, const char *field,
-                      char *errstr, size_t errstr_size)
+int dpc_check_text(const char *s, size_t len, int nonempty, const char *field,
+                   char *errstr, size_t errstr_size)
 {
     if (nonempty && len == 0)
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s is empty", field);
@@ -326,7 +342,7 @@ static int check_text(const char *s, size_t len, int nonempty, const char *field
 int dpc_set_str(dp_codec *c, avro_value_t *v, const char *s, size_t len, int nonempty,
                 const char *field, char *errstr, size_t errstr_size)
 {
-    int rc = check_text(s, len, nonempty, field, errstr, errstr_size);
+    int rc = dpc_check_text(s, len, nonempty, field, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     /* avro-c copies len+1 bytes (the size it takes includes a NUL), so a
@@ -355,7 +371,7 @@ int dpc_get_str(avro_value_t *v, const char **s, size_t *len, int nonempty,
     size_t n = size ? size - 1 : 0;
     if (!p)
         p = "";
-    int rc = check_text(p, n, nonempty, field, errstr, errstr_size);
+    int rc = dpc_check_text(p, n, nonempty, field, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     *s = p;
@@ -442,7 +458,7 @@ int dpc_set_named_values(avro_value_t *arr, const dp_kv *kv, size_t n, const cha
         if (!kv[i].key)
             return dp_err(errstr, errstr_size, DP_EINVAL, "%s[%zu] has no name", field, i);
         size_t klen = strlen(kv[i].key);
-        int rc = check_text(kv[i].key, klen, 1, field, errstr, errstr_size);
+        int rc = dpc_check_text(kv[i].key, klen, 1, field, errstr, errstr_size);
         if (rc != DP_OK)
             return rc;
         avro_value_t item, name, value;

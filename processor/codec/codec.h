@@ -205,9 +205,28 @@ int dp_codec_encode_snapshot_buf(dp_codec *c, const dp_codec_snapshot *s, dp_buf
 
 /* Update rules (the same as the JSON reader's, update_json.h): stream
  * non-empty; step >= 1; entity non-empty when present; CLOSE_STEP carries
- * neither entity nor payload; coordinates finite. */
+ * neither entity nor payload; coordinates finite.  Decoded directly from
+ * the Avro binary (codec_update_decode.c), not through avro-c: the result's
+ * strings borrow from `data`, its payload array from the codec (valid until
+ * the next Update decode on this codec). */
 int dp_codec_decode_update(dp_codec *c, const void *data, size_t len, dp_update *out,
                            char *errstr, size_t errstr_size);
+/* Storage for decoded Row / Point payloads, owned by the caller, so that
+ * many decoded updates can be held at once (one store per update: the
+ * processor decodes a whole poll batch before ingesting it).  Zero-init;
+ * grows as needed; dp_update_store_free releases it. */
+typedef struct dp_update_store {
+    int32_t *ints;
+    size_t   ints_cap;
+    double  *dbls;
+    size_t   dbls_cap;
+} dp_update_store;
+/* dp_codec_decode_update with the payload arrays in *store: the result
+ * borrows strings from `data` and arrays from `store`, and stays valid
+ * while both do (other decodes on the codec do not touch it). */
+int dp_codec_decode_update_into(dp_codec *c, const void *data, size_t len, dp_update *out,
+                                dp_update_store *store, char *errstr, size_t errstr_size);
+void dp_update_store_free(dp_update_store *s);
 int dp_codec_decode_chunk(dp_codec *c, const void *data, size_t len, dp_codec_chunk *out,
                           char *errstr, size_t errstr_size);
 int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec_manifest *out,

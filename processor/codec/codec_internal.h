@@ -41,7 +41,8 @@ struct dp_codec {
     dpc_vec          scratch;        /* char: NUL-terminated copies of (ptr, len) strings */
     /* decode storage, one set per type so decodes of different types do
      * not invalidate each other */
-    dpc_vec          upd_ints, upd_dbls;
+    dpc_vec          upd_ints, upd_dbls;        /* the generic Update decoder's */
+    dp_update_store  upd_store;                 /* dp_codec_decode_update's */
     dpc_vec          chunk_recs, chunk_ints, chunk_dbls;
     dpc_vec          manifest_kv;
     dpc_vec          budget_kv;
@@ -75,6 +76,22 @@ int dpc_write_buf(dp_codec *c, dp_codec_type t, dp_buf *out, char *errstr, size_
 /* Unframe, check (avro_check.h) and read one message into the type's value. */
 int dpc_read(dp_codec *c, dp_codec_type t, const void *data, size_t len, avro_value_t **v,
              char *errstr, size_t errstr_size);
+
+/* Check and strip the framing header of type t: *data, *len then cover
+ * the Avro body. */
+int dpc_unframe(const dp_codec *c, dp_codec_type t, const uint8_t **data, size_t *len, char *errstr,
+                size_t errstr_size);
+/* The Update decoder through avro-c's generic values (dpc_read), which
+ * dp_codec_decode_update replaced (codec_update_decode.c); kept as the
+ * reference the direct decoder is tested against.  Borrows from the codec. */
+int dpc_decode_update_generic(dp_codec *c, const void *data, size_t len, dp_update *out, char *errstr,
+                              size_t errstr_size);
+/* Append the framing header of type t (nothing for plain Avro). */
+void dpc_put_header_buf(const dp_codec *c, dp_codec_type t, dp_buf *out);
+/* The rules every string field obeys: no NUL, valid UTF-8, non-empty if
+ * `nonempty`; errors name `field`. */
+int dpc_check_text(const char *s, size_t len, int nonempty, const char *field,
+                   char *errstr, size_t errstr_size);
 
 /* --- field helpers (all return DP_OK or a dp_status with errstr set) ------- */
 

@@ -60,8 +60,8 @@ int dp_codec_encode_update_buf(dp_codec *c, const dp_update *u, dp_buf *out,
     return rc != DP_OK ? rc : dpc_write_buf(c, DP_CODEC_UPDATE, out, errstr, errstr_size);
 }
 
-int dp_codec_decode_update(dp_codec *c, const void *data, size_t len, dp_update *out,
-                           char *errstr, size_t errstr_size)
+int dpc_decode_update_generic(dp_codec *c, const void *data, size_t len, dp_update *out,
+                              char *errstr, size_t errstr_size)
 {
     memset(out, 0, sizeof *out);
     avro_value_t *v;

@@ -15,6 +15,7 @@ const char *dp_status_str(int status)
     case DP_ECORRUPT: return "corrupt serialized state";
     case DP_EIO:      return "I/O error";
     case DP_ESTATE:   return "invalid state";
+    case DP_ECANCELED: return "canceled";
     default:          return "unknown error";
     }
 }

@@ -18,6 +18,7 @@ typedef enum dp_status {
     DP_ECORRUPT    = -6,  /* snapshot / serialized state does not parse */
     DP_EIO         = -7,
     DP_ESTATE      = -8,  /* call not valid in the object's current state */
+    DP_ECANCELED   = -9,  /* stopped on request (a signal) before finishing */
 } dp_status;
 
 const char *dp_status_str(int status);

@@ -26,11 +26,15 @@ const char *dp_kafka_bootstrap_env(void)
     return bs && *bs ? bs : NULL;
 }
 
-rd_kafka_conf_t *dp_kafka_conf(const dp_stream_config *cfg, const char *bootstrap_override,
-                               const char *const kv[][2], size_t n, char *errstr, size_t errstr_size)
+rd_kafka_conf_t *dp_kafka_conf_with_defaults(const dp_stream_config *cfg, const char *bootstrap_override,
+                                             const char *const defaults[][2], size_t n_defaults,
+                                             const char *const kv[][2], size_t n, char *errstr, size_t errstr_size)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char err[512];
+    for (size_t i = 0; i < n_defaults; i++)
+        if (rd_kafka_conf_set(conf, defaults[i][0], defaults[i][1], err, sizeof err) != RD_KAFKA_CONF_OK)
+            goto fail;
     for (size_t i = 0; i < cfg->n_kafka; i++)
         if (rd_kafka_conf_set(conf, cfg->kafka[i].name, cfg->kafka[i].value, err, sizeof err) != RD_KAFKA_CONF_OK)
             goto fail;
@@ -46,6 +50,12 @@ fail:
     rd_kafka_conf_destroy(conf);
     dp_err(errstr, errstr_size, DP_EINVAL, "kafka configuration: %s", err);
     return NULL;
+}
+
+rd_kafka_conf_t *dp_kafka_conf(const dp_stream_config *cfg, const char *bootstrap_override,
+                               const char *const kv[][2], size_t n, char *errstr, size_t errstr_size)
+{
+    return dp_kafka_conf_with_defaults(cfg, bootstrap_override, NULL, 0, kv, n, errstr, errstr_size);
 }
 
 int dp_kafka_create_topics(rd_kafka_t *rk, const dp_topic_spec *specs, size_t n, int timeout_ms,

@@ -16,6 +16,11 @@
  * with a message on an unknown or invalid property. */
 rd_kafka_conf_t *dp_kafka_conf(const dp_stream_config *cfg, const char *bootstrap_override,
                                const char *const kv[][2], size_t n, char *errstr, size_t errstr_size);
+/* The same, with defaults[i] set first, so the config's "kafka" object can
+ * override them (the fixed kv still win over both). */
+rd_kafka_conf_t *dp_kafka_conf_with_defaults(const dp_stream_config *cfg, const char *bootstrap_override,
+                                             const char *const defaults[][2], size_t n_defaults,
+                                             const char *const kv[][2], size_t n, char *errstr, size_t errstr_size);
 
 /* $DPSTREAM_BOOTSTRAP_SERVERS if set and non-empty, else NULL. */
 const char *dp_kafka_bootstrap_env(void);

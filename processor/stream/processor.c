@@ -103,7 +103,13 @@
 
 #define KAFKA_TIMEOUT_MS   30000
 #define POLL_MS            100
+#define BATCH_MAX          1024   /* messages per consume call */
 #define NO_OFFSET          (-1)
+
+const char *const dp_processor_consumer_defaults[][2] = {{"queued.min.messages", "1000000"},
+                                                         {"queued.max.messages.kbytes", "524288"}};
+const size_t dp_processor_consumer_defaults_n =
+    sizeof dp_processor_consumer_defaults / sizeof dp_processor_consumer_defaults[0];
 
 /* --- state ------------------------------------------------------------------ */
 
@@ -123,6 +129,7 @@ typedef struct ps_stream {
 typedef struct ps_partition {
     int     assigned;
     int64_t position;      /* offset after the last consumed message, or NO_OFFSET */
+    int64_t resume;        /* where the last restore started it (an offset or a logical one) */
     int64_t dlq_below;     /* rejections below this offset are already published */
     int     dirty;         /* consumed since the last commit */
 } ps_partition;
@@ -158,7 +165,18 @@ typedef struct proc {
     int                         fatal;
     char                        fatal_msg[1200];
     dp_codec                   *codec;
-    dp_update                   upd;      /* borrows from the codec */
+    rd_kafka_queue_t           *queue;        /* the consumer's queue */
+    uint64_t                    generation;   /* bumped by every rebalance callback */
+    /* the poll batch: messages, their decoded updates (borrowing from the
+     * messages and from batch_store) and, for runs, their ingest verdicts */
+    rd_kafka_message_t        **batch;
+    dp_update                  *batch_upd;
+    dp_update_store            *batch_store;
+    dp_reject_reason           *batch_reason;
+    int64_t                     now;          /* monotonic ms, read once per batch */
+    /* the run being collected (see run_flush) */
+    ps_stream                  *run_s;
+    size_t                      run_first, run_n;
     dp_codec_checksum           cksum;    /* of the release being closed */
     ps_chunk                    chunk;
     dp_buf                      enc;
@@ -200,7 +218,7 @@ static ps_partition *part_get(proc *p, int32_t id)
         if (!np)
             return NULL;
         for (int32_t i = p->n_parts; i < n; i++)
-            np[i] = (ps_partition){.assigned = 0, .position = NO_OFFSET, .dlq_below = 0, .dirty = 0};
+            np[i] = (ps_partition){.assigned = 0, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
         p->parts = np;
         p->n_parts = n;
     }
@@ -649,27 +667,32 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
     return DP_OK;
 }
 
-/* --- one input message ------------------------------------------------------------ */
+/* --- input messages ------------------------------------------------------------- */
 
-static int handle_message(proc *p, const rd_kafka_message_t *m)
+/* Mark m's partition as consumed up to m.  Called only when m is about to
+ * be acted on: a commit inside an earlier message's close must not cover
+ * a message that was fetched but not yet handled. */
+static void consumed(proc *p, const rd_kafka_message_t *m)
 {
-    ps_partition *pp = part_get(p, m->partition);
-    if (!pp)
-        return DP_ENOMEM;
-    if (!pp->assigned)
-        return DP_OK;   /* stale message of a revoked partition */
+    ps_partition *pp = &p->parts[m->partition];
     pp->position = m->offset + 1;
     pp->dirty = 1;
-    p->n_msgs++;
+}
 
+static int accepted(proc *p, ps_stream *s, int64_t offset)
+{
+    if (s->pending == NO_OFFSET)
+        s->pending = offset;
+    s->last_accept_ms = p->now;
+    return DP_OK;
+}
+
+/* Everything the header comment lists for one decoded message (its
+ * partition is assigned and already marked consumed). */
+static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *u)
+{
     char msg[384];
-    int rc = dp_codec_decode_update(p->codec, m->payload, m->len, &p->upd, msg, sizeof msg);
-    if (rc == DP_ENOMEM)
-        return rc;
-    if (rc != DP_OK)
-        return dead_letter(p, m, DP_REJECT_MALFORMED, msg);
-    const dp_update *u = &p->upd;
-
+    int rc;
     dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
     ps_stream *s = slot ? slot->value : NULL;
     if (!s) {
@@ -729,12 +752,133 @@ static int handle_message(proc *p, const rd_kafka_message_t *m)
         return rc;
     if (reason != DP_REJECT_NONE)
         return dead_letter(p, m, reason, dp_reject_reason_text(reason));
-    if (s->pending == NO_OFFSET)
-        s->pending = m->offset;
-    s->last_accept_ms = now_ms();
+    accepted(p, s, m->offset);
     if (dp_synth_roster_complete(s->synth))
         return close_step(p, s, m->offset);
     return DP_OK;
+}
+
+/* --- runs: consecutive plain updates of one stream, ingested as a batch ----------
+ *
+ * A poll batch is mostly REPORTs of one stream for its open step.  Such a
+ * message passes every check of handle_update without side effects up to
+ * dp_synth_ingest, and those checks read only state that nothing but a
+ * close changes (the open step, exhaustion, skip_below).  So consecutive
+ * ones are collected into a run and handed to dp_synth_ingest_batch, which
+ * applies them exactly as that many dp_synth_ingest calls would.  The one
+ * close that can happen inside a run is a roster completion: it happens at
+ * the run's last accepted update j (once every rostered entity has
+ * reported, every later update of that step is rejected, and a rejected
+ * update changes no synthesizer state — synth.h).  The run is then cut at
+ * j: the step closes there, and the updates after j are handled again one
+ * by one against the new open step, exactly as sequential handling would
+ * have seen them.  Anything else — another stream, a marker, a message
+ * that fails a check — ends the run first, so side effects keep log order. */
+
+/* The stream m would be ingested into by the plain path, or NULL. */
+static ps_stream *run_candidate(proc *p, const rd_kafka_message_t *m, const dp_update *u)
+{
+    if (u->kind == DP_UPDATE_CLOSE_STEP)
+        return NULL;
+    ps_stream *s = p->run_s;
+    if (!s || s->id_len != u->stream_id_len || memcmp(s->id, u->stream_id, s->id_len) != 0) {
+        dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
+        s = slot ? slot->value : NULL;
+    }
+    if (!s || s->partition != m->partition || m->offset < s->skip_below || dp_synth_exhausted(s->synth) ||
+        u->step != dp_synth_open_step(s->synth))
+        return NULL;
+    return s;
+}
+
+static int run_flush(proc *p)
+{
+    size_t n = p->run_n;
+    ps_stream *s = p->run_s;
+    p->run_n = 0;
+    p->run_s = NULL;
+    if (n == 0)
+        return DP_OK;
+    rd_kafka_message_t **m = p->batch + p->run_first;
+    const dp_update *u = p->batch_upd + p->run_first;
+    dp_reject_reason *reason = p->batch_reason + p->run_first;
+    int rc = dp_synth_ingest_batch(s->synth, u, n, reason);
+    if (rc != DP_OK)
+        return rc;
+    size_t cut = n;   /* the run ends after index cut - 1 */
+    int complete = dp_synth_roster_complete(s->synth);
+    if (complete) {
+        while (cut > 0 && reason[cut - 1] != DP_REJECT_NONE)
+            cut--;
+        if (cut == 0)   /* cannot happen: the roster was incomplete before the run */
+            return DP_ESTATE;
+    }
+    for (size_t i = 0; i < cut && rc == DP_OK; i++) {
+        consumed(p, m[i]);
+        rc = reason[i] != DP_REJECT_NONE ? dead_letter(p, m[i], reason[i], dp_reject_reason_text(reason[i]))
+                                         : accepted(p, s, m[i]->offset);
+    }
+    if (rc == DP_OK && complete)
+        rc = close_step(p, s, m[cut - 1]->offset);
+    for (size_t i = cut; i < n && rc == DP_OK; i++) {
+        consumed(p, m[i]);
+        rc = handle_update(p, m[i], &u[i]);
+    }
+    return rc;
+}
+
+/* Handle p->batch[0..n) in log order. */
+static int handle_batch(proc *p, size_t n)
+{
+    int rc = DP_OK;
+    char msg[384];
+    for (size_t i = 0; i < n && rc == DP_OK && !p->fatal; i++) {
+        rd_kafka_message_t *m = p->batch[i];
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                dp_log(m->err == RD_KAFKA_RESP_ERR__FATAL ? DP_LOG_ERROR : DP_LOG_WARN, "consumer: %s",
+                       rd_kafka_message_errstr(m));
+                if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+                    set_fatal(p, "fatal consumer error: %s", rd_kafka_message_errstr(m));
+            }
+            continue;
+        }
+        ps_partition *pp = part_get(p, m->partition);
+        if (!pp) {
+            rc = DP_ENOMEM;
+            break;
+        }
+        if (!pp->assigned)
+            continue;   /* stale message of a revoked partition */
+        p->n_msgs++;
+        dp_update *u = &p->batch_upd[i];
+        int dr = dp_codec_decode_update_into(p->codec, m->payload, m->len, u, &p->batch_store[i], msg,
+                                             sizeof msg);
+        if (dr == DP_ENOMEM) {
+            rc = dr;
+            break;
+        }
+        ps_stream *s = dr == DP_OK ? run_candidate(p, m, u) : NULL;
+        if (s) {
+            if (s != p->run_s || p->run_first + p->run_n != i) {
+                if ((rc = run_flush(p)) != DP_OK)
+                    break;
+                p->run_s = s;
+                p->run_first = i;
+            }
+            p->run_n++;
+            continue;
+        }
+        if ((rc = run_flush(p)) != DP_OK)
+            break;
+        consumed(p, m);
+        rc = dr == DP_OK ? handle_update(p, m, u) : dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+    }
+    if (rc == DP_OK && !p->fatal)
+        rc = run_flush(p);
+    p->run_n = 0;
+    p->run_s = NULL;
+    return rc;
 }
 
 /* --- idle timeout: append CLOSE_STEP markers ---------------------------------------- */
@@ -782,6 +926,22 @@ typedef struct restore_val {
 static void free_restore_val(void *v, void *ctx) { (void)ctx; if (v) { free(((restore_val *)v)->data); free(v); } }
 static int keep_none(void *v, void *ctx) { (void)v; (void)ctx; return 0; }
 
+/* One retry of a transient restore error: wait a little unless the
+ * deadline passed or a stop was requested. */
+static int restore_wait(proc *p, int64_t deadline, const char *what, rd_kafka_resp_err_t why)
+{
+    if (*p->o->stop)
+        return DP_ECANCELED;
+    if (now_ms() >= deadline) {
+        dp_log(DP_LOG_ERROR, "cannot read %s state topic %s: %s", what, p->cfg->topic_state, rd_kafka_err2str(why));
+        return DP_EIO;
+    }
+    dp_log(DP_LOG_DEBUG, "restore: %s %s: %s; retrying", what, p->cfg->topic_state, rd_kafka_err2str(why));
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    return DP_OK;
+}
+
 /* Read the state topic to its end (read_committed: up to the last stable
  * offset, so a predecessor's open transaction is waited for, never read)
  * and keep the newest value per key. */
@@ -805,14 +965,22 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
     }
     int rc = DP_OK;
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, p->cfg->topic_state, NULL);
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_TIMEOUT_MS);
-    rd_kafka_topic_destroy(t);
-    if (e || md->topic_cnt != 1 || md->topics[0].err) {
-        dp_log(DP_LOG_ERROR, "cannot read metadata of state topic %s: %s", p->cfg->topic_state,
-               rd_kafka_err2str(e ? e : md->topics[0].err));
-        rc = DP_EIO;
-        goto out;
+    /* Right after the topic is created (or while a broker fails over) its
+     * metadata and leaders are briefly missing: retry those errors until the
+     * usual timeout rather than give up the assignment. */
+    int64_t deadline = now_ms() + KAFKA_TIMEOUT_MS;
+    for (;;) {
+        rd_kafka_topic_t *t = rd_kafka_topic_new(rk, p->cfg->topic_state, NULL);
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_TIMEOUT_MS);
+        rd_kafka_topic_destroy(t);
+        if (!e && md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt > 0)
+            break;
+        rd_kafka_resp_err_t why = e ? e : md->topics[0].err;
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        md = NULL;
+        if ((rc = restore_wait(p, deadline, "metadata of", why)) != DP_OK)
+            goto out;
     }
     int np = md->topics[0].partition_cnt;
     /* "The end" is the high watermark *now*, not the first EOF: under
@@ -850,14 +1018,17 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
     for (int i = 0; i < np && rc == DP_OK; i++) {
         int32_t pid = md->topics[0].partitions[i].id;
-        int64_t lo = 0;
-        rd_kafka_resp_err_t we =
-            pid >= 0 && pid < np ? rd_kafka_query_watermark_offsets(hw_rk, p->cfg->topic_state, pid, &lo, &hw[pid],
-                                                                    KAFKA_TIMEOUT_MS)
-                                 : RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
-        if (we) {
-            dp_log(DP_LOG_ERROR, "state topic %s[%" PRId32 "]: %s", p->cfg->topic_state, pid, rd_kafka_err2str(we));
+        if (pid < 0 || pid >= np) {
+            dp_log(DP_LOG_ERROR, "state topic %s: unexpected partition id %" PRId32, p->cfg->topic_state, pid);
             rc = DP_EIO;
+            break;
+        }
+        for (;;) {
+            int64_t lo = 0;
+            rd_kafka_resp_err_t we =
+                rd_kafka_query_watermark_offsets(hw_rk, p->cfg->topic_state, pid, &lo, &hw[pid], KAFKA_TIMEOUT_MS);
+            if (!we || (rc = restore_wait(p, deadline, "watermarks of", we)) != DP_OK)
+                break;
         }
         rd_kafka_topic_partition_list_add(l, p->cfg->topic_state, pid)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
@@ -870,6 +1041,10 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
     uint64_t n = 0;
     int64_t started = now_ms(), last_note = started;
     while (rc == DP_OK && n_done < np) {
+        if (*p->o->stop) {
+            rc = DP_ECANCELED;
+            break;
+        }
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
         int64_t now = now_ms();
         if (now - last_note >= 10000) {
@@ -889,9 +1064,13 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
                 done[m->partition] = 1;
                 n_done++;
             }
-        } else if (m->err) {
+        } else if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
             dp_log(DP_LOG_ERROR, "reading state topic: %s", rd_kafka_message_errstr(m));
             rc = DP_EIO;
+        } else if (m->err) {
+            /* librdkafka reports and recovers from transient fetch errors
+             * itself; the overall timeout above bounds a persistent one. */
+            dp_log(DP_LOG_WARN, "reading state topic: %s", rd_kafka_message_errstr(m));
         } else if (m->key) {
             dp_bytes_map_slot *s = dp_bytes_map_upsert(latest, m->key, m->key_len);
             if (!s) {
@@ -972,7 +1151,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         ps_partition *pp = part_get(p, l->elems[i].partition);
         if (!pp)
             return DP_ENOMEM;
-        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .dlq_below = 0, .dirty = 0};
+        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
     dp_bytes_map latest;
@@ -1052,6 +1231,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
              * committed: start at the beginning (restored streams still skip
              * what their snapshots cover). */
             l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
+            p->parts[l->elems[i].partition].resume = l->elems[i].offset;
             if (resume[i] == NO_OFFSET)
                 dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
                        p->cfg->topic_updates, l->elems[i].partition);
@@ -1115,10 +1295,46 @@ static int rewind_assigned(proc *p)
     return rc;
 }
 
+/* A rebalance callback ran inside the consume call that fetched the
+ * current batch: which of its messages came before the callback and which
+ * after cannot be told, so none is handled and every assigned partition is
+ * sought back to where handling stopped (or, if nothing was handled since
+ * its restore, to where the restore put it). */
+static int reseek_assigned(proc *p)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(p->consumer, &l) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return DP_EIO;
+    int rc = DP_OK;
+    for (int i = 0; i < l->cnt && rc == DP_OK; i++) {
+        ps_partition *pp = part_get(p, l->elems[i].partition);
+        if (!pp)
+            rc = DP_ENOMEM;
+        else
+            l->elems[i].offset = pp->position != NO_OFFSET ? pp->position : pp->resume;
+    }
+    if (rc == DP_OK && l->cnt > 0) {
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(p->consumer, l, KAFKA_TIMEOUT_MS);
+        if (e) {
+            dp_log(DP_LOG_ERROR, "seek after a rebalance failed: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+            rc = DP_EIO;
+        }
+        for (int i = 0; rc == DP_OK && i < l->cnt; i++)
+            if (l->elems[i].err) {
+                dp_log(DP_LOG_ERROR, "seek after a rebalance failed: %s", rd_kafka_err2str(l->elems[i].err));
+                rc = DP_EIO;
+            }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque)
 {
     proc *p = opaque;
+    p->generation++;
     int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         if (p->fatal) {
@@ -1126,6 +1342,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
             return;
         }
         int rc = restore_partitions(p, parts);
+        if (rc == DP_ECANCELED) {
+            dp_log(DP_LOG_INFO, "%s", "shutdown requested while restoring; partitions left unassigned");
+            return;
+        }
         if (rc != DP_OK) {
             set_fatal(p, "restoring assigned partitions failed: %s", dp_status_str(rc));
             return;
@@ -1196,6 +1416,20 @@ static int create_topics(proc *p, char *errstr, size_t errn)
     return dp_kafka_create_topics(p->producer, specs, 4, KAFKA_TIMEOUT_MS, errstr, errn);
 }
 
+/* Delivery reports of the transactional producer.  A failed delivery
+ * already makes the transaction abortable (commit fails, we rewind), so
+ * nothing is decided here — but with a callback set, librdkafka queues the
+ * reports and a flush (inside commit_transaction) wakes on each one; without
+ * it, 2.0.2's flush sleeps in 10 ms slices, which was a third of every
+ * step's close-to-release latency (bench/RESULTS.md). */
+static void delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (m->err)
+        dp_log(DP_LOG_DEBUG, "delivery to %s failed: %s", rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+}
+
 static int setup(proc *p, char *errstr, size_t errn)
 {
     char err[512];
@@ -1217,6 +1451,7 @@ static int setup(proc *p, char *errstr, size_t errn)
     rd_kafka_conf_t *conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, prod_kv, 3, errstr, errn);
     if (!conf)
         return DP_EINVAL;
+    rd_kafka_conf_set_dr_msg_cb(conf, delivered);
     if (!(p->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err)))
         return dp_err(errstr, errn, DP_EINVAL, "producer: %s", err);
 
@@ -1245,13 +1480,16 @@ static int setup(proc *p, char *errstr, size_t errn)
                                       {"enable.auto.offset.store", "false"},
                                       {"isolation.level", "read_committed"},
                                       {"auto.offset.reset", "earliest"}};
-    if (!(conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, cons_kv, 5, errstr, errn)))
+    if (!(conf = dp_kafka_conf_with_defaults(p->cfg, p->o->bootstrap_override, dp_processor_consumer_defaults,
+                                             dp_processor_consumer_defaults_n,
+                                             cons_kv, 5, errstr, errn)))
         return DP_EINVAL;
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_opaque(conf, p);
     if (!(p->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err)))
         return dp_err(errstr, errn, DP_EINVAL, "consumer: %s", err);
     rd_kafka_poll_set_consumer(p->consumer);
+    p->queue = rd_kafka_queue_get_consumer(p->consumer);
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, p->cfg->topic_updates, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t se = rd_kafka_subscribe(p->consumer, sub);
@@ -1267,21 +1505,16 @@ static int setup(proc *p, char *errstr, size_t errn)
 
 static void log_progress(proc *p, int64_t now)
 {
-    /* lag = high watermark - fetch position, over the assigned partitions
-     * (cached values; no broker round trip) */
+    /* lag = high watermark - handled position, over the assigned partitions
+     * (cached watermarks; no broker round trip) */
     int64_t lag = 0;
-    rd_kafka_topic_partition_list_t *l = NULL;
-    if (rd_kafka_assignment(p->consumer, &l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_position(p->consumer, l);
-        for (int i = 0; i < l->cnt; i++) {
-            int64_t lo = 0, hi = 0;
-            if (l->elems[i].offset >= 0 &&
-                rd_kafka_get_watermark_offsets(p->consumer, l->elems[i].topic, l->elems[i].partition, &lo, &hi) ==
-                    RD_KAFKA_RESP_ERR_NO_ERROR &&
-                hi > l->elems[i].offset)
-                lag += hi - l->elems[i].offset;
-        }
-        rd_kafka_topic_partition_list_destroy(l);
+    for (int32_t i = 0; i < p->n_parts; i++) {
+        int64_t lo = 0, hi = 0;
+        if (p->parts[i].assigned && p->parts[i].position != NO_OFFSET &&
+            rd_kafka_get_watermark_offsets(p->consumer, p->cfg->topic_updates, i, &lo, &hi) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR &&
+            hi > p->parts[i].position)
+            lag += hi - p->parts[i].position;
     }
     double secs = (double)(now - p->last_progress_ms) / 1000.0;
     dp_log(DP_LOG_INFO,
@@ -1295,6 +1528,8 @@ static void log_progress(proc *p, int64_t now)
 
 static void teardown(proc *p)
 {
+    if (p->queue)
+        rd_kafka_queue_destroy(p->queue);
     if (p->consumer) {
         rd_kafka_consumer_close(p->consumer);   /* leaves the group (revoke callback runs) */
         rd_kafka_destroy(p->consumer);
@@ -1317,6 +1552,26 @@ static void teardown(proc *p)
     free(p->chunk.pts);
     dp_buf_free(&p->enc);
     dp_codec_destroy(p->codec);
+    for (size_t i = 0; p->batch_store && i < BATCH_MAX; i++)
+        dp_update_store_free(&p->batch_store[i]);
+    free(p->batch);
+    free(p->batch_upd);
+    free(p->batch_store);
+    free(p->batch_reason);
+}
+
+/* Wait up to POLL_MS for one message, then take whatever else is already
+ * queued, up to BATCH_MAX.  (rd_kafka_consume_batch_queue with a timeout
+ * waits until the batch is *full* or the timeout passes, which would hold
+ * a lone CLOSE_STEP marker back by the whole timeout.) */
+static ssize_t consume_batch(proc *p)
+{
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(p->consumer, POLL_MS);
+    if (!m)
+        return 0;
+    p->batch[0] = m;
+    ssize_t more = rd_kafka_consume_batch_queue(p->queue, 0, p->batch + 1, BATCH_MAX - 1);
+    return more < 0 ? 1 : 1 + more;
 }
 
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size)
@@ -1332,34 +1587,44 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     dp_codec_options copts;
     dp_stream_config_codec_options(p.cfg, &copts);
     int rc = dp_codec_create(&p.codec, &copts, errstr, errstr_size);
+    if (rc == DP_OK) {
+        p.batch = calloc(BATCH_MAX, sizeof *p.batch);
+        p.batch_upd = calloc(BATCH_MAX, sizeof *p.batch_upd);
+        p.batch_store = calloc(BATCH_MAX, sizeof *p.batch_store);
+        p.batch_reason = calloc(BATCH_MAX, sizeof *p.batch_reason);
+        if (!p.batch || !p.batch_upd || !p.batch_store || !p.batch_reason)
+            rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    }
     if (rc == DP_OK)
         rc = setup(&p, errstr, errstr_size);
     p.last_progress_ms = now_ms();
     int64_t last_idle_check = 0;
     while (rc == DP_OK && !*o->stop && !p.fatal) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(p.consumer, POLL_MS);
-        if (m) {
-            if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                int hr = handle_message(&p, m);
-                if (hr == DP_ENOMEM) {
-                    rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
-                } else if (hr != DP_OK && !p.fatal) {
-                    /* transaction trouble: state rolled back below */
-                    p.need_rewind = 1;
-                    if (p.txn_open)
-                        txn_abort(&p);
-                }
-            } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                dp_log(rd_kafka_message_errstr(m) && m->err == RD_KAFKA_RESP_ERR__FATAL ? DP_LOG_ERROR : DP_LOG_WARN,
-                       "consumer: %s", rd_kafka_message_errstr(m));
-                if (m->err == RD_KAFKA_RESP_ERR__FATAL)
-                    set_fatal(&p, "fatal consumer error: %s", rd_kafka_message_errstr(m));
-            }
-            rd_kafka_message_destroy(m);
+        uint64_t generation = p.generation;
+        ssize_t n = consume_batch(&p);
+        p.now = now_ms();
+        if (n < 0) {
+            rc = dp_err(errstr, errstr_size, DP_EIO, "consume: %s", rd_kafka_err2str(rd_kafka_last_error()));
+            break;
         }
-        if (p.need_rewind && !p.fatal && rewind_assigned(&p) != DP_OK && !p.fatal)
+        int hr = DP_OK;
+        if (p.generation != generation && n > 0)
+            hr = p.fatal ? DP_OK : reseek_assigned(&p);
+        else
+            hr = handle_batch(&p, (size_t)n);
+        for (ssize_t i = 0; i < n; i++)
+            rd_kafka_message_destroy(p.batch[i]);
+        if (hr == DP_ENOMEM) {
+            rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+        } else if (hr != DP_OK && !p.fatal) {
+            /* transaction trouble: state rolled back below */
+            p.need_rewind = 1;
+            if (p.txn_open)
+                txn_abort(&p);
+        }
+        if (p.need_rewind && !p.fatal && rewind_assigned(&p) != DP_OK && !p.fatal && !*o->stop)
             set_fatal(&p, "%s", "could not restore state after an aborted transaction");
-        int64_t now = now_ms();
+        int64_t now = p.now;
         if (p.txn_open && now - p.txn_begin_ms >= o->dlq_commit_ms)
             txn_commit(&p);   /* dead letters with no step close to ride on */
         if (now - last_idle_check >= 200) {

@@ -48,6 +48,17 @@ typedef struct dp_processor_options {
  * committed or aborted, group left); otherwise a negative status with the
  * reason in errstr (fenced by a newer instance, fatal Kafka error, state
  * that does not restore). */
+/* Consumer properties the processor sets unless the config's "kafka"
+ * object sets them.  librdkafka 2.0.2 stops fetching a partition once its
+ * local queue holds queued.min.messages (default 100 000) or
+ * queued.max.messages.kbytes, and looks again only about once a second
+ * (fetch.queue.backoff.ms, which shortens that, arrives in 2.2): a
+ * consumer that handles more than ~10^5 messages a second then starves.
+ * A queue of ~1 s of input avoids that, for up to ~512 MB of memory.
+ * bench/throughput measures both settings. */
+extern const char *const dp_processor_consumer_defaults[][2];
+extern const size_t dp_processor_consumer_defaults_n;
+
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size);
 
 /* The transactional.id used for (group id, instance id): "<group>.<instance>". */

@@ -54,7 +54,11 @@
 #include "core/buf.h"
 #include "core/drbg.h"
 
-#define DP_STATE_PROGRESS_KEY_PREFIX "__dpstream.progress/"
+/* State-topic keys of the processor's own records live under this prefix;
+ * no stream id may start with it (stream_config.h routes none there), so a
+ * stream's snapshot key can never equal a progress key. */
+#define DP_STATE_RESERVED_KEY_PREFIX "__dpstream."
+#define DP_STATE_PROGRESS_KEY_PREFIX DP_STATE_RESERVED_KEY_PREFIX "progress/"
 /* The byte that separates a stream id from a chunk index in a key. */
 #define DP_STATE_CHUNK_KEY_SEP 0xFFu
 

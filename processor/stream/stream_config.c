@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/dp_error.h"
+#include "stream/state_record.h"
 #include "synth/synth.h"
 
 static char *dup_str(const char *s)
@@ -279,6 +280,10 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
             return DP_ENOMEM;
         r->match_len = strlen(r->prefix);
     }
+    const char *id = r->match ? r->match : r->prefix;
+    if (strncmp(id, DP_STATE_RESERVED_KEY_PREFIX, sizeof DP_STATE_RESERVED_KEY_PREFIX - 1) == 0)
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: stream ids starting with \"%s\" are reserved for the "
+                      "processor's own state records", idx, DP_STATE_RESERVED_KEY_PREFIX);
     if (!jsynth || !json_is_string(jsynth))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu].synthesizer: required string", idx);
     if (!dp_synth_ops_find(json_string_value(jsynth)))
@@ -404,6 +409,9 @@ int dp_stream_config_load_file(dp_stream_config **out, const char *path,
 const dp_stream_route *dp_stream_config_route(const dp_stream_config *c,
                                               const char *stream_id, size_t len)
 {
+    size_t reserved = sizeof DP_STATE_RESERVED_KEY_PREFIX - 1;
+    if (len >= reserved && memcmp(stream_id, DP_STATE_RESERVED_KEY_PREFIX, reserved) == 0)
+        return NULL;   /* the state topic's own key space */
     for (size_t i = 0; i < c->n_routes; i++) {
         const dp_stream_route *r = &c->routes[i];
         if (r->match ? (r->match_len == len && memcmp(r->match, stream_id, len) == 0)

@@ -35,7 +35,8 @@
  * that belongs last).  Each route names exactly one of the two.  A route
  * that an earlier route always shadows (same exact id, or an earlier
  * prefix that covers it) can never be used and is refused as a likely
- * mistake.
+ * mistake.  Ids starting with "__dpstream." are reserved (the state
+ * topic's own keys): no route may name one and none routes there.
  *
  * Validation is complete at load time: unknown keys at any level, wrong
  * types, unknown synthesizers, and synthesizer configs that the

@@ -182,7 +182,9 @@ const char *dp_synth_name(const dp_synth *s);
 /* Offer one REPORT/INSERT/DELETE update.  Returns DP_OK with *reason =
  * DP_REJECT_NONE if used, DP_OK with another reason if rejected (the
  * update is data for the dead-letter topic, not an error); a negative
- * status only for internal failures (out of memory). */
+ * status only for internal failures (out of memory).  A rejected update
+ * changes no state at all (the processor relies on this to ingest runs of
+ * updates as a batch and re-examine the ones after a roster completion). */
 int  dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason);
 
 /* (added) Offer u[0..n) in order, reasons[i] for u[i]: exactly what n

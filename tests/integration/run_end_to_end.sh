@@ -3,6 +3,10 @@
 # checked against `dpstream replay` on the same input and key:
 #   * four streams (two window, two cumulative) over a 4-partition updates
 #     topic, plus bad input of every kind the replay also rejects;
+#   * a fifth stream produced as one contiguous block, so that the
+#     processor ingests it in long runs (handle_batch), with a report that
+#     follows its step's roster completion in the same run: sequential
+#     handling calls it LATE, and so must the batched path;
 #   * the processor runs until every step is released, then SIGTERM:
 #     exit 0, group left;
 #   * committed outputs (read_committed, `dpstream export`): every step
@@ -46,7 +50,7 @@ EOF
 # override DPSTREAM_BOOTSTRAP_SERVERS must win.)
 
 # --- input: four streams, interleaved, with bad lines ---------------------------
-for s in win/a win/b cum/a cum/b; do
+for s in win/a win/b cum/a cum/b win/solo; do
     "$BIN" gen-panel --n 40 --steps 6 --categories 2 --stay 0.85 --seed-hex "$SEED" \
         --stream "$s" --close-steps --out "$WORK/$(echo "$s" | tr / _).jsonl"
 done
@@ -75,13 +79,23 @@ while any(lines.values()):
         out.append('{"stream":"win/b","step":2,"kind":"REPORT","entity":"nobody","value":0}')  # UNKNOWN_ENTITY or LATE
 # after the horizon: EXHAUSTED
 out.append('{"stream":"cum/a","step":7,"kind":"REPORT","entity":"u1","value":1}')
+# win/solo in one block; right after the last report of step 2 (which
+# completes the roster and so closes the step) a second report for step 2
+solo = open(f"{w}/win_solo.jsonl").read().splitlines()
+step2 = [k for k, l in enumerate(solo) if json.loads(l).get("step") == 2 and json.loads(l)["kind"] == "REPORT"]
+again = json.loads(solo[step2[0]])
+again["value"] = 1 - again["value"]
+solo.insert(step2[-1] + 1, json.dumps(again, separators=(",", ":")))
+out.extend(solo)
 open(f"{w}/input.jsonl", "w").write("\n".join(out) + "\n")
 EOF
 
 "$BIN" replay --config "$WORK/config.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 EXPECT_RELEASES=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 EXPECT_REJECTS=$(wc -l < "$WORK/replay/rejected.jsonl")
-[ "$EXPECT_RELEASES" -eq 24 ] || fail "replay released $EXPECT_RELEASES steps, expected 24"
+[ "$EXPECT_RELEASES" -eq 30 ] || fail "replay released $EXPECT_RELEASES steps, expected 30"
+grep -q '"reason":"LATE".*win/solo\|win/solo.*"reason":"LATE"' "$WORK/replay/rejected.jsonl" \
+    || fail "replay does not reject win/solo's report after its roster completed as LATE"
 [ "$EXPECT_REJECTS" -ge 8 ] || fail "replay rejected only $EXPECT_REJECTS lines"
 
 "$BIN" produce --config "$WORK/config.json" --input "$WORK/input.jsonl" --partitions 4 --raw-invalid \
@@ -177,8 +191,8 @@ EOF
 cp -r "$WORK/out" "$WORK/out1"
 run_processor
 deadline=$((SECONDS + 60))
-until grep -q "restored 4 stream(s)" "$WORK/run.err"; do
-    [ $SECONDS -lt $deadline ] || fail "restart did not restore the 4 streams"
+until grep -q "restored 5 stream(s)" "$WORK/run.err"; do
+    [ $SECONDS -lt $deadline ] || fail "restart did not restore the 5 streams"
     kill -0 "$RUN_PID" 2>/dev/null || fail "processor exited early on restart"
     sleep 1
 done
