@@ -7,6 +7,8 @@
  * avro-c's encoding of a SyntheticRow (arrays in one block), which
  * tests/unit/test_codec.c checks against encoded chunks. */
 #include "codec/codec.h"
+#include "codec/avro_write.h"
+#include "codec/codec_internal.h"
 
 #include <math.h>
 #include <sodium.h>
@@ -30,27 +32,6 @@ void dp_codec_checksum_init(dp_codec_checksum *h)
     crypto_generichash_init(state_of(h), NULL, 0, DP_CODEC_CHECKSUM_BYTES);
 }
 
-/* Avro long: zigzag, then base-128 little-endian varint. */
-static size_t put_long(uint8_t *p, int64_t v)
-{
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    size_t n = 0;
-    while (u >= 0x80) {
-        p[n++] = (uint8_t)(u | 0x80);
-        u >>= 7;
-    }
-    p[n++] = (uint8_t)u;
-    return n;
-}
-
-static void put_double(uint8_t *p, double d)
-{
-    uint64_t bits;
-    memcpy(&bits, &d, sizeof bits);
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(bits >> (8 * i));
-}
-
 /* Bytes are staged in a small buffer so the hash is fed in runs, not one
  * call per array item. */
 typedef struct stage {
@@ -70,15 +51,14 @@ static void stage_long(stage *s, int64_t v)
 {
     if (s->n > sizeof s->buf - 10)
         stage_flush(s);
-    s->n += put_long(s->buf + s->n, v);
+    s->n += dpc_avro_write_long(s->buf + s->n, v);
 }
 
 static void stage_double(stage *s, double d)
 {
     if (s->n > sizeof s->buf - 8)
         stage_flush(s);
-    put_double(s->buf + s->n, d);
-    s->n += 8;
+    s->n += dpc_avro_write_double(s->buf + s->n, d);
 }
 
 int dp_codec_checksum_add(dp_codec_checksum *h, const dp_synth_record *r)
@@ -126,6 +106,11 @@ int dp_codec_checksum_add(dp_codec_checksum *h, const dp_synth_record *r)
     }
     stage_flush(&s);
     return DP_OK;
+}
+
+void dpc_checksum_add_rows(dp_codec_checksum *h, const uint8_t *rows, size_t n)
+{
+    crypto_generichash_update(state_of(h), rows, n);
 }
 
 void dp_codec_checksum_final(dp_codec_checksum *h, uint8_t out[DP_CODEC_CHECKSUM_BYTES])

@@ -192,6 +192,11 @@ int dp_codec_encode_update_buf(dp_codec *c, const dp_update *u, dp_buf *out,
                                char *errstr, size_t errstr_size);
 int dp_codec_encode_chunk_buf(dp_codec *c, const dp_codec_chunk *ch, dp_buf *out,
                               char *errstr, size_t errstr_size);
+/* dp_codec_encode_chunk_buf that also adds the chunk's records to the
+ * release checksum h, in order — what dp_codec_checksum_add of each record
+ * would add, without encoding them twice. */
+int dp_codec_encode_chunk_hashed(dp_codec *c, const dp_codec_chunk *ch, dp_buf *out, dp_codec_checksum *h,
+                                 char *errstr, size_t errstr_size);
 int dp_codec_encode_manifest_buf(dp_codec *c, const dp_codec_manifest *m, dp_buf *out,
                                  char *errstr, size_t errstr_size);
 int dp_codec_encode_budget_buf(dp_codec *c, const dp_budget_event *e, dp_buf *out,

@@ -86,6 +86,8 @@ int dpc_unframe(const dp_codec *c, dp_codec_type t, const uint8_t **data, size_t
  * reference the direct decoder is tested against.  Borrows from the codec. */
 int dpc_decode_update_generic(dp_codec *c, const void *data, size_t len, dp_update *out, char *errstr,
                               size_t errstr_size);
+/* Feed the checksum encoded SyntheticRows (their canonical bytes). */
+void dpc_checksum_add_rows(dp_codec_checksum *h, const uint8_t *rows, size_t n);
 /* Append the framing header of type t (nothing for plain Avro). */
 void dpc_put_header_buf(const dp_codec *c, dp_codec_type t, dp_buf *out);
 /* The rules every string field obeys: no NUL, valid UTF-8, non-empty if

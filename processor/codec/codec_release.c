@@ -115,51 +115,83 @@ static int check_chunk(const dp_codec_chunk *ch, char *errstr, size_t errstr_siz
     return DP_OK;
 }
 
-int dp_codec_encode_chunk_buf(dp_codec *c, const dp_codec_chunk *ch, dp_buf *out,
-                              char *errstr, size_t errstr_size)
+/* Most bytes one SyntheticRow takes: id, branch, then a long or an array
+ * (count, items, terminator). */
+static size_t row_max_bytes(const dp_synth_record *r)
+{
+    size_t items = r->value.kind == DP_PAYLOAD_ROW     ? r->value.row_len * DPC_AVRO_MAX_LONG
+                   : r->value.kind == DP_PAYLOAD_POINT ? r->value.point_len * 8
+                                                       : 0;
+    return 4 * DPC_AVRO_MAX_LONG + items;
+}
+
+static size_t write_row(uint8_t *p, const dp_synth_record *r)
+{
+    size_t n = dpc_avro_write_long(p, (int64_t)r->synthetic_id);
+    const dp_payload *v = &r->value;
+    /* union branch = position in SyntheticRow.value (no null there) */
+    switch (v->kind) {
+    case DP_PAYLOAD_CATEGORY:
+        n += dpc_avro_write_long(p + n, 0);
+        n += dpc_avro_write_long(p + n, v->category);
+        return n;
+    case DP_PAYLOAD_ROW:
+        n += dpc_avro_write_long(p + n, 1);
+        if (v->row_len)
+            n += dpc_avro_write_long(p + n, (int64_t)v->row_len);
+        for (size_t j = 0; j < v->row_len; j++)
+            n += dpc_avro_write_long(p + n, v->row[j]);
+        break;
+    default:   /* DP_PAYLOAD_POINT (check_chunk refused the rest) */
+        n += dpc_avro_write_long(p + n, 2);
+        if (v->point_len)
+            n += dpc_avro_write_long(p + n, (int64_t)v->point_len);
+        for (size_t j = 0; j < v->point_len; j++)
+            n += dpc_avro_write_double(p + n, v->point[j]);
+        break;
+    }
+    p[n++] = 0;   /* end of the array's blocks */
+    return n;
+}
+
+int dp_codec_encode_chunk_hashed(dp_codec *c, const dp_codec_chunk *ch, dp_buf *out, dp_codec_checksum *h,
+                                 char *errstr, size_t errstr_size)
 {
     if (out->failed)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "codec: output buffer failed earlier");
     int rc = check_chunk(ch, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
+    size_t len0 = out->len;
     dpc_put_header_buf(c, DP_CODEC_SYNTHETIC_RECORD, out);
     dpc_avro_put_bytes(out, ch->stream_id, ch->stream_id_len);
     dpc_avro_put_long(out, (int64_t)ch->step);
     dpc_avro_put_long(out, (int64_t)ch->chunk_index);
     if (ch->n_records)
         dpc_avro_put_long(out, (int64_t)ch->n_records);
+    size_t rows_at = out->len;
     for (size_t i = 0; i < ch->n_records; i++) {
-        const dp_synth_record *r = &ch->records[i];
-        dpc_avro_put_long(out, (int64_t)r->synthetic_id);
-        /* union branch = position in SyntheticRow.value (no null there) */
-        switch (r->value.kind) {
-        case DP_PAYLOAD_CATEGORY:
-            dpc_avro_put_long(out, 0);
-            dpc_avro_put_long(out, r->value.category);
+        uint8_t *p = dp_buf_tail(out, row_max_bytes(&ch->records[i]));
+        if (!p)
             break;
-        case DP_PAYLOAD_ROW:
-            dpc_avro_put_long(out, 1);
-            if (r->value.row_len)
-                dpc_avro_put_long(out, (int64_t)r->value.row_len);
-            for (size_t j = 0; j < r->value.row_len; j++)
-                dpc_avro_put_long(out, r->value.row[j]);
-            dpc_avro_put_long(out, 0);
-            break;
-        default:   /* DP_PAYLOAD_POINT (check_chunk refused the rest) */
-            dpc_avro_put_long(out, 2);
-            if (r->value.point_len)
-                dpc_avro_put_long(out, (int64_t)r->value.point_len);
-            for (size_t j = 0; j < r->value.point_len; j++)
-                dpc_avro_put_double(out, r->value.point[j]);
-            dpc_avro_put_long(out, 0);
-            break;
-        }
+        out->len += write_row(p, &ch->records[i]);
     }
+    /* The release checksum's canonical bytes are exactly these rows
+     * (codec.h), so they are hashed as written. */
+    if (h && !out->failed)
+        dpc_checksum_add_rows(h, out->data + rows_at, out->len - rows_at);
     dpc_avro_put_long(out, 0);   /* end of the records array */
-    if (out->failed)
+    if (out->failed) {
+        out->len = len0;
         return dp_err(errstr, errstr_size, DP_ENOMEM, "SyntheticRecord: out of memory");
+    }
     return DP_OK;
+}
+
+int dp_codec_encode_chunk_buf(dp_codec *c, const dp_codec_chunk *ch, dp_buf *out,
+                              char *errstr, size_t errstr_size)
+{
+    return dp_codec_encode_chunk_hashed(c, ch, out, NULL, errstr, errstr_size);
 }
 
 int dp_codec_decode_chunk(dp_codec *c, const void *data, size_t len, dp_codec_chunk *out,

@@ -39,6 +39,11 @@ static int buf_reserve(dp_buf *b, size_t extra)
     return 1;
 }
 
+uint8_t *dp_buf_tail(dp_buf *b, size_t n)
+{
+    return buf_reserve(b, n) ? b->data + b->len : NULL;
+}
+
 void dp_buf_put_bytes(dp_buf *b, const void *p, size_t n)
 {
     if (n == 0 || !buf_reserve(b, n))

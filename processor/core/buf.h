@@ -21,6 +21,9 @@ typedef struct dp_buf {
 void dp_buf_init(dp_buf *b);
 void dp_buf_free(dp_buf *b);
 void dp_buf_put_bytes(dp_buf *b, const void *p, size_t n);
+/* Room for n more bytes at the end: a pointer to write them at (then add
+ * what was written to b->len), or NULL with b->failed set. */
+uint8_t *dp_buf_tail(dp_buf *b, size_t n);
 void dp_buf_put_u8(dp_buf *b, uint8_t v);
 void dp_buf_put_u32(dp_buf *b, uint32_t v);
 void dp_buf_put_u64(dp_buf *b, uint64_t v);

@@ -194,9 +194,43 @@ static void test_refusals_agree(void)
     dp_codec_destroy(c);
 }
 
+/* The hashed encoder feeds the checksum exactly what dp_codec_checksum_add
+ * of each record does, chunk after chunk. */
+static void test_hashed_encoding_checksum(void)
+{
+    static chunk_store st;
+    dp_key key;
+    dptest_key(&key, 33);
+    dp_codec *c = new_codec(DP_CODEC_FRAMING_PLAIN);
+    dp_drbg g;
+    dp_drbg_init(&g, &key, "chunk-encode", 12, 11, "checksum");
+    for (int release = 0; release < 20; release++) {
+        dp_codec_checksum per_record, hashed;
+        dp_codec_checksum_init(&per_record);
+        dp_codec_checksum_init(&hashed);
+        for (int chunk = 0; chunk < 5; chunk++) {
+            dp_codec_chunk ch;
+            random_chunk(&g, &st, &ch);
+            for (size_t i = 0; i < ch.n_records; i++)
+                CU_ASSERT(dp_codec_checksum_add(&per_record, &ch.records[i]) == DP_OK);
+            dp_buf b;
+            dp_buf_init(&b);
+            char err[256];
+            CU_ASSERT(dp_codec_encode_chunk_hashed(c, &ch, &b, &hashed, err, sizeof err) == DP_OK);
+            dp_buf_free(&b);
+        }
+        uint8_t a[DP_CODEC_CHECKSUM_BYTES], h[DP_CODEC_CHECKSUM_BYTES];
+        dp_codec_checksum_final(&per_record, a);
+        dp_codec_checksum_final(&hashed, h);
+        CU_ASSERT(memcmp(a, h, sizeof a) == 0);
+    }
+    dp_codec_destroy(c);
+}
+
 static const dptest_case CASES[] = {
     {"direct chunk encoder writes avro-c's bytes (random chunks, both framings)", test_random_chunks_byte_identical},
     {"direct chunk encoder refuses what avro-c's refuses, writing nothing", test_refusals_agree},
+    {"hashed encoding adds the same checksum bytes as per-record adds", test_hashed_encoding_checksum},
     {NULL, NULL},
 };
 
