@@ -332,6 +332,11 @@ int dpc_check_text(const char *s, size_t len, int nonempty, const char *field,
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s is empty", field);
     if (len && !s)
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s is NULL", field);
+    size_t ascii = 0;   /* the usual case, ids: printable ASCII, no NUL */
+    while (ascii < len && (uint8_t)(s[ascii] - 1) < 0x7f)
+        ascii++;
+    if (ascii == len)
+        return DP_OK;
     if (len && memchr(s, 0, len))
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s contains a NUL character", field);
     if (!dpc_utf8_valid(s, len))

@@ -68,12 +68,24 @@ static int get_varint(rd *r, int max_bytes, int bits, int64_t *out)
     return DP_OK;
 }
 
-static int get_long(rd *r, int64_t *v) { return get_varint(r, 10, 64, v); }
+/* Most varints in an Update (lengths, branch and enum indices, small
+ * steps and categories) are one byte: decode those inline. */
+static inline int get_small(rd *r, int max_bytes, int bits, int64_t *v)
+{
+    if (r->off < r->len && !(r->p[r->off] & 0x80)) {
+        uint8_t b = r->p[r->off++];
+        *v = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return DP_OK;
+    }
+    return get_varint(r, max_bytes, bits, v);
+}
+
+static int get_long(rd *r, int64_t *v) { return get_small(r, 10, 64, v); }
 
 static int get_int(rd *r, int32_t *v)
 {
     int64_t w;
-    int rc = get_varint(r, 5, 32, &w);
+    int rc = get_small(r, 5, 32, &w);
     *v = (int32_t)w;   /* in range: 32-bit zigzag */
     return rc;
 }
