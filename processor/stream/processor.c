@@ -80,6 +80,14 @@
  * Every message is framed as the config's "wire" section says (plain Avro
  * or Confluent Schema Registry framing, stream_config.h).
  *
+ * --- Throughput -----------------------------------------------------------
+ * Messages are taken in poll batches (consume_batch), decoded without
+ * avro-c (codec_update_decode.c), and consecutive plain updates of one
+ * stream are ingested as a run with dp_synth_ingest_batch (run_flush: the
+ * decisions are exactly the per-message ones above).  A step's commit
+ * (flush + EndTxn) runs on a committer thread while consumption goes on
+ * (txn_commit); anything that would produce waits for it first.
+ *
  * Not yet implemented: restoring without holding the whole state topic's
  * latest values in memory. */
 #include "stream/processor.h"
@@ -1313,6 +1321,26 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
 
 /* --- assignment, revocation, rewind ---------------------------------------------- */
 
+/* Seek every partition of l to its offset; DP_EIO (logged) if any fails. */
+static int seek_to(proc *p, rd_kafka_topic_partition_list_t *l)
+{
+    if (l->cnt == 0)
+        return DP_OK;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(p->consumer, l, KAFKA_TIMEOUT_MS);
+    if (e) {
+        dp_log(DP_LOG_ERROR, "seek failed: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return DP_EIO;
+    }
+    for (int i = 0; i < l->cnt; i++)
+        if (l->elems[i].err) {
+            dp_log(DP_LOG_ERROR, "seek of partition %" PRId32 " failed: %s", l->elems[i].partition,
+                   rd_kafka_err2str(l->elems[i].err));
+            return DP_EIO;
+        }
+    return DP_OK;
+}
+
 /* After an aborted transaction: forget everything in memory and restore
  * the assigned partitions exactly as a restarted instance would. */
 #define MAX_REWINDS_IN_ROW 5
@@ -1340,19 +1368,8 @@ static int rewind_assigned(proc *p)
     rd_kafka_topic_partition_list_destroy(cur);
     dp_log(DP_LOG_WARN, "transaction aborted: rewinding %d partition(s) to their last committed state", l->cnt);
     rc = restore_partitions(p, l);
-    if (rc == DP_OK && l->cnt > 0) {
-        rd_kafka_error_t *e = rd_kafka_seek_partitions(p->consumer, l, KAFKA_TIMEOUT_MS);
-        if (e) {
-            set_fatal(p, "seek after rewind failed: %s", rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            rc = DP_EIO;
-        }
-        for (int i = 0; rc == DP_OK && i < l->cnt; i++)
-            if (l->elems[i].err) {
-                set_fatal(p, "seek after rewind failed: %s", rd_kafka_err2str(l->elems[i].err));
-                rc = DP_EIO;
-            }
-    }
+    if (rc == DP_OK && (rc = seek_to(p, l)) != DP_OK)
+        set_fatal(p, "%s", "seek after rewind failed");
     rd_kafka_topic_partition_list_destroy(l);
     return rc;
 }
@@ -1375,19 +1392,8 @@ static int reseek_assigned(proc *p)
         else
             l->elems[i].offset = pp->position != NO_OFFSET ? pp->position : pp->resume;
     }
-    if (rc == DP_OK && l->cnt > 0) {
-        rd_kafka_error_t *e = rd_kafka_seek_partitions(p->consumer, l, KAFKA_TIMEOUT_MS);
-        if (e) {
-            dp_log(DP_LOG_ERROR, "seek after a rebalance failed: %s", rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-            rc = DP_EIO;
-        }
-        for (int i = 0; rc == DP_OK && i < l->cnt; i++)
-            if (l->elems[i].err) {
-                dp_log(DP_LOG_ERROR, "seek after a rebalance failed: %s", rd_kafka_err2str(l->elems[i].err));
-                rc = DP_EIO;
-            }
-    }
+    if (rc == DP_OK)
+        rc = seek_to(p, l);
     rd_kafka_topic_partition_list_destroy(l);
     return rc;
 }
