@@ -60,6 +60,18 @@ static void put_le(dp_buf *b, uint64_t v, int width)
     dp_buf_put_bytes(b, tmp, (size_t)width);
 }
 
+void dp_buf_put_varint(dp_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (uint8_t)v;
+    dp_buf_put_bytes(b, tmp, n);
+}
+
 void dp_buf_put_u8(dp_buf *b, uint8_t v)   { put_le(b, v, 1); }
 void dp_buf_put_u32(dp_buf *b, uint32_t v) { put_le(b, v, 4); }
 void dp_buf_put_u64(dp_buf *b, uint64_t v) { put_le(b, v, 8); }
@@ -127,6 +139,27 @@ double dp_reader_f64(dp_reader *r)
     double v;
     memcpy(&v, &bits, sizeof v);
     return v;
+}
+
+uint64_t dp_reader_varint(dp_reader *r)
+{
+    uint64_t v = 0;
+    for (int shift = 0; !r->failed; shift += 7) {
+        if (r->off >= r->len || shift > 63) {
+            r->failed = DP_ECORRUPT;
+            break;
+        }
+        uint8_t byte = r->p[r->off++];
+        uint64_t part = byte & 0x7fu;
+        if ((shift == 63 && part > 1) || (shift > 0 && byte == 0)) {
+            r->failed = DP_ECORRUPT;   /* past 64 bits, or not the shortest form */
+            break;
+        }
+        v |= part << shift;
+        if (!(byte & 0x80))
+            return v;
+    }
+    return 0;
 }
 
 const uint8_t *dp_reader_blob(dp_reader *r, size_t *n)

@@ -29,6 +29,8 @@ void dp_buf_put_u32(dp_buf *b, uint32_t v);
 void dp_buf_put_u64(dp_buf *b, uint64_t v);
 void dp_buf_put_i64(dp_buf *b, int64_t v);
 void dp_buf_put_f64(dp_buf *b, double v);
+/* unsigned LEB128: 7 bits a byte, low group first (1 byte below 128) */
+void dp_buf_put_varint(dp_buf *b, uint64_t v);
 /* length-prefixed (u64) byte string */
 void dp_buf_put_blob(dp_buf *b, const void *p, size_t n);
 /* DP_OK or DP_ENOMEM */
@@ -48,6 +50,9 @@ uint32_t dp_reader_u32(dp_reader *r);
 uint64_t dp_reader_u64(dp_reader *r);
 int64_t  dp_reader_i64(dp_reader *r);
 double   dp_reader_f64(dp_reader *r);
+/* dp_buf_put_varint's encoding; over-long (a final zero group) or more
+ * than 64 bits is corrupt. */
+uint64_t dp_reader_varint(dp_reader *r);
 /* Borrow a length-prefixed blob in place (no copy); NULL on failure. */
 const uint8_t *dp_reader_blob(dp_reader *r, size_t *n);
 /* DP_OK, or DP_ECORRUPT if any read failed */

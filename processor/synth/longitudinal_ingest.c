@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define LINGEST_MAGIC 0x474e494cu   /* "LING" */
+#define LINGEST_MAGIC_V1 0x474e494cu   /* "LING": id offsets as u64 (read only) */
+#define LINGEST_MAGIC    0x324e494cu   /* "LIN2": id lengths as varints — the
+                                        * roster is most of a snapshot, and
+                                        * 8-byte offsets were half of it */
 
 unsigned dp_bits_for(uint64_t m)
 {
@@ -500,7 +503,7 @@ int dp_lingest_save(const dp_lingest *li, dp_buf *b)
     dp_buf_put_u64(b, li->n_reported);
     dp_buf_put_blob(b, li->id_bytes, li->id_len);
     for (size_t i = 1; i <= li->n; i++)
-        dp_buf_put_u64(b, li->id_off[i]);
+        dp_buf_put_varint(b, li->id_off[i] - li->id_off[i - 1]);
     dp_packed_save(&li->state, b);
     dp_packed_save(&li->reported, b);
     return dp_buf_status(b);
@@ -508,7 +511,8 @@ int dp_lingest_save(const dp_lingest *li, dp_buf *b)
 
 int dp_lingest_load(dp_lingest *li, dp_reader *r)
 {
-    if (dp_reader_u32(r) != LINGEST_MAGIC || dp_reader_u64(r) != li->horizon ||
+    uint32_t magic = dp_reader_u32(r);
+    if ((magic != LINGEST_MAGIC && magic != LINGEST_MAGIC_V1) || dp_reader_u64(r) != li->horizon ||
         dp_reader_u32(r) != li->categories || dp_reader_u32(r) != li->hist_len ||
         dp_reader_u32(r) != li->aux_bits || dp_reader_u32(r) != (uint32_t)li->impute ||
         dp_reader_u32(r) != li->impute_value)
@@ -520,8 +524,9 @@ int dp_lingest_load(dp_lingest *li, dp_reader *r)
     uint64_t n_reported = dp_reader_u64(r);
     size_t id_len;
     const uint8_t *ids = dp_reader_blob(r, &id_len);
+    size_t min_per_id = magic == LINGEST_MAGIC ? 1 : 8;   /* bytes of one length / offset */
     if (dp_reader_status(r) != DP_OK || !ids || n >= UINT32_MAX - 1 || n_reported > n ||
-        open_step < 1 || open_step > li->horizon + 1 || n > (r->len - r->off) / 8)
+        open_step < 1 || open_step > li->horizon + 1 || n > (r->len - r->off) / min_per_id)
         return DP_ECORRUPT;
     li->id_bytes = malloc(id_len ? id_len : 1);
     uint64_t *off = realloc(li->id_off, ((size_t)n + 1) * sizeof *off);
@@ -536,8 +541,15 @@ int dp_lingest_load(dp_lingest *li, dp_reader *r)
     li->id_len = li->id_cap = id_len;
     li->id_off[0] = 0;
     for (size_t i = 1; i <= n; i++) {
-        li->id_off[i] = dp_reader_u64(r);
-        if (li->id_off[i] < li->id_off[i - 1] || li->id_off[i] > id_len)
+        if (magic == LINGEST_MAGIC) {
+            uint64_t len = dp_reader_varint(r);
+            if (len > id_len - li->id_off[i - 1])
+                return DP_ECORRUPT;
+            li->id_off[i] = li->id_off[i - 1] + len;
+        } else {
+            li->id_off[i] = dp_reader_u64(r);
+        }
+        if (dp_reader_status(r) != DP_OK || li->id_off[i] < li->id_off[i - 1] || li->id_off[i] > id_len)
             return DP_ECORRUPT;
     }
     if (n > 0 && li->id_off[n] != id_len)
