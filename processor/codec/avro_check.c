@@ -22,27 +22,34 @@ static int fail(cursor *c, const char *what)
                   c->off, c->len, what);
 }
 
-/* Zigzag varint of at most max_bytes bytes whose value fits `bits` bits. */
-static int read_varint(cursor *c, int max_bytes, int bits, int64_t *out)
+const char *dp_avro_read_varint(const uint8_t *data, size_t len, size_t *off, int max_bytes, int bits,
+                                int64_t *out)
 {
     uint64_t u = 0;
     for (int i = 0;; i++) {
         if (i == max_bytes)
-            return fail(c, "varint longer than its type allows");
-        if (c->off >= c->len)
-            return fail(c, "truncated varint");
-        uint8_t b = c->p[c->off++];
+            return "varint longer than its type allows";
+        if (*off >= len)
+            return "truncated varint";
+        uint8_t b = data[(*off)++];
         uint64_t part = (uint64_t)(b & 0x7f);
         int shift = 7 * i;
         /* The last permitted byte may only carry the bits left of the width. */
         if (shift + 7 > bits && (part >> (bits - shift)) != 0)
-            return fail(c, "varint value too large for its type");
+            return "varint value too large for its type";
         u |= part << shift;
         if (!(b & 0x80))
             break;
     }
     *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-    return DP_OK;
+    return NULL;
+}
+
+static int read_varint(cursor *c, int max_bytes, int bits, int64_t *out)
+{
+    *out = 0;
+    const char *why = dp_avro_read_varint(c->p, c->len, &c->off, max_bytes, bits, out);
+    return why ? fail(c, why) : DP_OK;
 }
 
 static int read_long(cursor *c, int64_t *out) { return read_varint(c, 10, 64, out); }

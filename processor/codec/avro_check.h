@@ -18,10 +18,18 @@
 
 #include <avro.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* DP_OK if data[0, len) is exactly one datum of `schema`; otherwise
  * DP_EINVAL with the byte offset and the problem in errstr. */
 int dp_avro_check(avro_schema_t schema, const void *data, size_t len,
                   char *errstr, size_t errstr_size);
+
+/* One zigzag varint at data[*off]: at most max_bytes bytes (5 for an Avro
+ * int, 10 for a long) and a value that fits `bits` bits (32 / 64), the
+ * rule above.  NULL and *off advanced, or what is wrong (*off at the byte
+ * that broke it). */
+const char *dp_avro_read_varint(const uint8_t *data, size_t len, size_t *off, int max_bytes, int bits,
+                                int64_t *out);
 
 #endif

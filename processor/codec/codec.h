@@ -212,8 +212,9 @@ int dp_codec_encode_snapshot_buf(dp_codec *c, const dp_codec_snapshot *s, dp_buf
  * non-empty; step >= 1; entity non-empty when present; CLOSE_STEP carries
  * neither entity nor payload; coordinates finite.  Decoded directly from
  * the Avro binary (codec_update_decode.c), not through avro-c: the result's
- * strings borrow from `data`, its payload array from the codec (valid until
- * the next Update decode on this codec). */
+ * strings borrow from `data` and are NOT NUL-terminated (use the lengths),
+ * its payload array from the codec (valid until the next Update decode on
+ * this codec). */
 int dp_codec_decode_update(dp_codec *c, const void *data, size_t len, dp_update *out,
                            char *errstr, size_t errstr_size);
 /* Storage for decoded Row / Point payloads, owned by the caller, so that

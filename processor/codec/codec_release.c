@@ -13,24 +13,20 @@ _Static_assert(DP_RELEASE_FULL == 0 && DP_RELEASE_DELTA == 1,
 
 /* --- SyntheticRecord --------------------------------------------------------- */
 
+static int check_chunk(const dp_codec_chunk *ch, char *errstr, size_t errstr_size);
+
 static int fill_chunk(dp_codec *c, const dp_codec_chunk *ch, char *errstr, size_t errstr_size)
 {
-    if (ch->step < 1 || ch->step > (uint64_t)INT64_MAX)
-        return dp_err(errstr, errstr_size, DP_EINVAL, "SyntheticRecord: step %llu outside 1..2^63-1",
-                      (unsigned long long)ch->step);
-    if (ch->chunk_index > (uint32_t)INT32_MAX)
-        return dp_err(errstr, errstr_size, DP_EINVAL, "SyntheticRecord: chunk index %u too large",
-                      ch->chunk_index);
-    if (ch->n_records && !ch->records)
-        return dp_err(errstr, errstr_size, DP_EINVAL, "SyntheticRecord: %zu records but no array",
-                      ch->n_records);
+    int rc = check_chunk(ch, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
     avro_value_t *v = dpc_begin(c, DP_CODEC_SYNTHETIC_RECORD);
     avro_value_t f[CHK_NFIELDS];
     for (int i = 0; i < CHK_NFIELDS; i++)
         if (dpc_field(v, (size_t)i, &f[i]) != DP_OK)
             return dpc_avro_fail(errstr, errstr_size, "SyntheticRecord");
-    int rc = dpc_set_str(c, &f[CHK_STREAM], ch->stream_id, ch->stream_id_len, 1,
-                         "SyntheticRecord.stream", errstr, errstr_size);
+    rc = dpc_set_str(c, &f[CHK_STREAM], ch->stream_id, ch->stream_id_len, 1, "SyntheticRecord.stream", errstr,
+                     errstr_size);
     if (rc != DP_OK)
         return rc;
     if (avro_value_set_long(&f[CHK_STEP], (int64_t)ch->step) != 0 ||
@@ -38,9 +34,6 @@ static int fill_chunk(dp_codec *c, const dp_codec_chunk *ch, char *errstr, size_
         return dpc_avro_fail(errstr, errstr_size, "SyntheticRecord");
     for (size_t i = 0; i < ch->n_records; i++) {
         const dp_synth_record *r = &ch->records[i];
-        if (r->synthetic_id > (uint64_t)INT64_MAX)
-            return dp_err(errstr, errstr_size, DP_EINVAL,
-                          "SyntheticRecord: record %zu: synthetic id above 2^63-1", i);
         avro_value_t row, id, val;
         if (avro_value_append(&f[CHK_RECORDS], &row, NULL) != 0 ||
             dpc_field(&row, ROW_ID, &id) != DP_OK || dpc_field(&row, ROW_VALUE, &val) != DP_OK ||
@@ -61,7 +54,9 @@ int dp_codec_encode_chunk(dp_codec *c, const dp_codec_chunk *ch, void *buf, size
                        : dpc_write(c, DP_CODEC_SYNTHETIC_RECORD, buf, cap, len, errstr, errstr_size);
 }
 
-/* The release path writes every synthetic record once, so the chunk is
+/* What a chunk must satisfy to be encoded, by either encoder.
+ *
+ * The release path writes every synthetic record once, so the chunk is
  * serialized directly (avro_write.h) instead of through avro-c's generic
  * values, which cost ~0.5 µs per record — most of a 25 000-record step's
  * close-to-release latency (bench/RESULTS.md).  It refuses exactly what

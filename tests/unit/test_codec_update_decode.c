@@ -15,9 +15,15 @@
  * and, when accepted, field-by-field the same dp_update (doubles by bit
  * pattern).  Also: 1000 updates decoded into 1000 stores stay intact
  * together (the store contract the processor relies on).
- * Teeth (tried, then reverted): accepting a 6-byte int varint, or not
- * checking a negative block count's byte size, each fails the edge-case
- * check; reading a double big-endian fails the random valid check. */
+ * Teeth (each tried in codec_update_decode.c, then reverted; each made
+ * this test fail): accepting a 6-byte int varint (edge "row with a 6-byte
+ * int" and random edits), not checking a negative block count's byte size
+ * (edges "row block -2 with byte size 3", "point block -1 with byte size
+ * 7"), not refusing trailing bytes (edge "trailing byte", truncation
+ * check), accepting enum index 4 (edge "kind 4 out of range", random
+ * bytes), accepting non-finite coordinates (edges "point [NaN]",
+ * "point [-inf]", random edits), reading doubles big-endian (random valid
+ * updates: field-by-field comparison). */
 #include "dptest.h"
 
 #include "codec/codec.h"
@@ -296,6 +302,20 @@ static const edge EDGES[] = {
     {"event_time branch 2", {4, 'a', 'b', 2, 0, 0, 0, 4, 0}, 9, 0},
     {"trailing byte", {4, 'a', 'b', 2, 0, 0, 0, 0, 0}, 9, 0},
     {"empty message", {0}, 0, 0},
+    {"stream length INT64_MAX", {0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 'a', 'b', 2, 0, 0, 0, 0}, 17, 0},
+    {"entity length 2^62", {4, 'a', 'b', 2, 0, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 'u', 0, 0}, 19, 0},
+    {"row count 2^40", {4, 'a', 'b', 2, 0, 0, 4, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 2, 0, 0}, 16, 0},
+    {"row block -1 with byte size INT64_MAX", {4, 'a', 'b', 2, 0, 0, 4, 1, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 0, 0}, 21, 0},
+    {"point block -1 with byte size 8", {4, 'a', 'b', 2, 0, 0, 6, 1, 16, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0}, 19, 1},
+    {"point block -1 with byte size 7", {4, 'a', 'b', 2, 0, 0, 6, 1, 14, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0}, 19, 0},
+    {"overlong kind and union indices (2 bytes each)", {4, 'a', 'b', 2, 0x80, 0x00, 0x82, 0x00, 2, 'u', 0x80, 0x00, 0x80, 0x00}, 14, 1},
+    {"empty row", {4, 'a', 'b', 2, 0, 0, 4, 0, 0}, 9, 1},
+    {"empty point", {4, 'a', 'b', 2, 0, 0, 6, 0, 0}, 9, 1},
+    {"point [-0.0]", {4, 'a', 'b', 2, 0, 0, 6, 2, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0}, 18, 1},
+    {"stream with a 2-byte UTF-8 char", {6, 'a', 0xc3, 0xa4, 2, 0, 0, 0, 0}, 9, 1},
+    {"stream with a surrogate (ED A0 80)", {8, 'a', 0xed, 0xa0, 0x80, 2, 0, 0, 0, 0}, 10, 0},
+    {"stream with an overlong NUL (C0 80)", {6, 'a', 0xc0, 0x80, 2, 0, 0, 0, 0}, 9, 0},
+    {"stream with a NUL", {4, 'a', 0, 2, 0, 0, 0, 0}, 8, 0},
 };
 
 static void test_edges(void)
@@ -309,6 +329,43 @@ static void test_edges(void)
                     EDGES[i].accept);
         CU_ASSERT(agree);
         CU_ASSERT_EQUAL(acc, EDGES[i].accept);
+    }
+    dp_codec_destroy(c);
+}
+
+/* Confluent framing: magic 0 and the codec's Update schema id, big-endian,
+ * exactly as dpc_unframe checks it for the generic path. */
+static void test_confluent_framing(void)
+{
+    dp_codec *c = new_codec(DP_CODEC_FRAMING_CONFLUENT);
+    const uint32_t id = 0x00a1b2c3u + DP_CODEC_UPDATE;
+    static const uint8_t body[] = {4, 'a', 'b', 2, 0, 0, 0, 0};
+    struct {
+        const char *what;
+        uint8_t     hdr[5];
+        size_t      hdr_len, body_len;
+        int         accept;
+    } cases[] = {
+        {"right header", {0, id >> 24, (id >> 16) & 0xff, (id >> 8) & 0xff, id & 0xff}, 5, sizeof body, 1},
+        {"magic 1", {1, id >> 24, (id >> 16) & 0xff, (id >> 8) & 0xff, id & 0xff}, 5, sizeof body, 0},
+        {"id + 1", {0, id >> 24, (id >> 16) & 0xff, (id >> 8) & 0xff, (id & 0xff) + 1}, 5, sizeof body, 0},
+        {"id little-endian", {0, id & 0xff, (id >> 8) & 0xff, (id >> 16) & 0xff, id >> 24}, 5, sizeof body, 0},
+        {"Snapshot's id", {0, 0, 0xa1, 0xb2, 0xc3 + DP_CODEC_SNAPSHOT}, 5, sizeof body, 0},
+        {"header only", {0, id >> 24, (id >> 16) & 0xff, (id >> 8) & 0xff, id & 0xff}, 5, 0, 0},
+        {"4-byte header", {0, id >> 24, (id >> 16) & 0xff, (id >> 8) & 0xff}, 4, 0, 0},
+        {"no header (plain message)", {0}, 0, sizeof body, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t msg[64];
+        memcpy(msg, cases[i].hdr, cases[i].hdr_len);
+        memcpy(msg + cases[i].hdr_len, body, cases[i].body_len);
+        int acc = -1;
+        int agree = decoders_agree(c, msg, cases[i].hdr_len + cases[i].body_len, &acc);
+        if (!agree || acc != cases[i].accept)
+            fprintf(stderr, "confluent \"%s\": agree %d, accepted %d, expected %d\n", cases[i].what, agree, acc,
+                    cases[i].accept);
+        CU_ASSERT(agree);
+        CU_ASSERT_EQUAL(acc, cases[i].accept);
     }
     dp_codec_destroy(c);
 }
@@ -351,6 +408,7 @@ static const dptest_case CASES[] = {
     {"direct = generic on 20 000 random updates, truncations and edits, both framings", test_random_valid_and_mutated},
     {"direct = generic on 200 000 random byte strings", test_random_bytes},
     {"hand-made edge cases: expected verdict, both decoders", test_edges},
+    {"Confluent framing: magic byte and schema id", test_confluent_framing},
     {"1000 decoded updates held at once through their own stores", test_many_updates_held_at_once},
     {NULL, NULL},
 };
