@@ -88,8 +88,9 @@
  * (flush + EndTxn) runs on a committer thread while consumption goes on
  * (txn_commit); anything that would produce waits for it first.
  *
- * Not yet implemented: restoring without holding the whole state topic's
- * latest values in memory. */
+ * A restore holds in memory the newest state records of the partitions it
+ * restores (all their streams' snapshots at once), not the other
+ * instances'; streaming the restore stream by stream is not implemented. */
 #include "stream/processor.h"
 
 #include <errno.h>
@@ -1011,10 +1012,31 @@ static int restore_wait(proc *p, int64_t deadline, const char *what, rd_kafka_re
     return DP_OK;
 }
 
+/* 1 if the record belongs to a partition of `l` (the updates topic's
+ * partitions being restored).  Records that cannot be read are kept, so
+ * that restore_partitions refuses them as before. */
+static int state_record_wanted(proc *p, const rd_kafka_message_t *m, const rd_kafka_topic_partition_list_t *l)
+{
+    const char *topic;
+    size_t topic_len;
+    int32_t part;
+    if (dp_state_owner(p->codec, m->payload, m->len, &topic, &topic_len, &part) != DP_OK)
+        return 1;
+    if (topic_len != strlen(p->cfg->topic_updates) || memcmp(topic, p->cfg->topic_updates, topic_len) != 0)
+        return 0;
+    for (int i = 0; i < l->cnt; i++)
+        if (l->elems[i].partition == part)
+            return 1;
+    return 0;
+}
+
 /* Read the state topic to its end (read_committed: up to the last stable
  * offset, so a predecessor's open transaction is waited for, never read)
- * and keep the newest value per key. */
-static int read_state_topic(proc *p, dp_bytes_map *latest)
+ * and keep the newest value per key of the records that belong to the
+ * partitions in `l` (the other instances' streams are not held in memory;
+ * a newer record of another partition under a key still forgets the older
+ * one, so "newest per key" holds). */
+static int read_state_topic(proc *p, dp_bytes_map *latest, const rd_kafka_topic_partition_list_t *l_assigned)
 {
     char err[512];
     const char *const fixed[][2] = {{"group.id", "dpstream-state-reader"},
@@ -1140,6 +1162,13 @@ static int read_state_topic(proc *p, dp_bytes_map *latest)
             /* librdkafka reports and recovers from transient fetch errors
              * itself; the overall timeout above bounds a persistent one. */
             dp_log(DP_LOG_WARN, "reading state topic: %s", rd_kafka_message_errstr(m));
+        } else if (m->key && m->payload && !state_record_wanted(p, m, l_assigned)) {
+            dp_bytes_map_slot *s = dp_bytes_map_find(latest, m->key, m->key_len);
+            if (s) {   /* superseded by a record we do not restore */
+                free_restore_val(s->value, NULL);
+                s->value = NULL;
+            }
+            n++;
         } else if (m->key) {
             dp_bytes_map_slot *s = dp_bytes_map_upsert(latest, m->key, m->key_len);
             if (!s) {
@@ -1225,7 +1254,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     }
     dp_bytes_map latest;
     dp_bytes_map_init(&latest);
-    int rc = read_state_topic(p, &latest);
+    int rc = read_state_topic(p, &latest, l);
     dp_buf scratch;
     dp_buf_init(&scratch);
     size_t topic_len = strlen(p->cfg->topic_updates);

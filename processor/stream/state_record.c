@@ -148,6 +148,35 @@ int dp_state_chunk_peek(dp_codec *codec, const uint8_t *data, size_t len, dp_sta
     return DP_OK;
 }
 
+static int is_progress(const uint8_t *data, size_t len)
+{
+    return len >= 4 && data[0] == 'D' && data[1] == 'P' && data[2] == 'P' && data[3] == '1';
+}
+
+int dp_state_owner(dp_codec *codec, const uint8_t *data, size_t len, const char **topic, size_t *topic_len,
+                   int32_t *partition)
+{
+    if (is_progress(data, len)) {
+        dp_reader rd;
+        dp_reader_init(&rd, data, len);
+        (void)dp_reader_u32(&rd);
+        const uint8_t *t = dp_reader_blob(&rd, topic_len);
+        *partition = (int32_t)dp_reader_u32(&rd);
+        if (dp_reader_status(&rd) != DP_OK || !t)
+            return DP_ECORRUPT;
+        *topic = (const char *)t;
+        return DP_OK;
+    }
+    dp_codec_snapshot s;
+    int rc = dp_codec_decode_snapshot(codec, data, len, &s, NULL, 0);
+    if (rc != DP_OK)
+        return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
+    *topic = s.input_topic;
+    *topic_len = strlen(s.input_topic);
+    *partition = s.input_partition;
+    return DP_OK;
+}
+
 int dp_state_encode_progress(const dp_state_record *r, dp_buf *out)
 {
     dp_buf_put_u32(out, MAGIC_PROGRESS);
@@ -185,7 +214,7 @@ int dp_state_decode(dp_codec *codec, const uint8_t *data, size_t len, const dp_k
                     dp_state_record *out, dp_buf *scratch, char *errstr, size_t errstr_size)
 {
     memset(out, 0, sizeof *out);
-    if (len >= 4 && data[0] == 'D' && data[1] == 'P' && data[2] == 'P' && data[3] == '1')
+    if (is_progress(data, len))
         return decode_progress(data, len, out, scratch, errstr, errstr_size);
     dp_state_piece one = {.data = data, .len = len};
     return dp_state_decode_chunks(codec, &one, 1, state_key, out, scratch, errstr, errstr_size);

@@ -114,6 +114,13 @@ typedef struct dp_state_chunk_info {
 } dp_state_chunk_info;
 int dp_state_chunk_peek(dp_codec *codec, const uint8_t *data, size_t len, dp_state_chunk_info *out);
 
+/* Which updates-topic partition a state record (a snapshot chunk or a
+ * progress record) belongs to, read from its public fields without opening
+ * any sealed state: *topic borrows from data or from the codec (valid until
+ * its next decode).  DP_ECORRUPT if it is neither kind. */
+int dp_state_owner(dp_codec *codec, const uint8_t *data, size_t len, const char **topic, size_t *topic_len,
+                   int32_t *partition);
+
 int dp_state_encode_progress(const dp_state_record *r, dp_buf *out);
 
 /* Decode either kind.  A sealed snapshot needs state_key (else DP_EINVAL);
