@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git
-  librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev
+  librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev
   kcat python3 python3-yaml
   openjdk-17-jre-headless maven
 )

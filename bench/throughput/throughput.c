@@ -97,6 +97,24 @@ static double cpu_s(clockid_t c)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Busy CPU seconds of the whole machine so far (/proc/stat: user, nice,
+ * system, irq, softirq, steal; not idle or iowait), so a window shows how
+ * much of the machine's CPUs everything — this process and the broker
+ * sharing the machine — used; -1 where /proc/stat is unreadable. */
+static double machine_busy_s(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return -1;
+    unsigned long long v[8] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                     &v[6], &v[7]);
+    fclose(f);
+    if (got != 8)
+        return -1;
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static void sleep_ms(int64_t ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
@@ -632,6 +650,7 @@ static int64_t high_watermark(rd_kafka_t *rk, const char *topic)
 typedef struct raw_result {
     double total_s, steady_s;
     double total_cpu, steady_cpu;   /* process CPU seconds in the same windows */
+    double steady_machine;          /* machine busy CPU seconds in the steady window */
     uint64_t msgs, bytes, decode_errors;
 } raw_result;
 
@@ -665,7 +684,7 @@ static int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t 
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, cfg->topic_updates, RD_KAFKA_PARTITION_UA);
     int64_t t0 = now_us(), t_step1 = 0;
-    double c0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), c_step1 = 0;
+    double c0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), c_step1 = 0, m_step1 = 0;
     if (rc == DP_OK && rd_kafka_subscribe(rk, sub))
         rc = dp_err(errstr, errn, DP_EIO, "raw consumer: subscribe failed");
     rd_kafka_topic_partition_list_destroy(sub);
@@ -696,6 +715,7 @@ static int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t 
                 if (r->msgs == step1_msgs) {
                     t_step1 = now_us();
                     c_step1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+                    m_step1 = machine_busy_s();
                 }
             } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 fprintf(stderr, "raw consumer: %s\n", rd_kafka_message_errstr(m));
@@ -706,6 +726,7 @@ static int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t 
     rd_kafka_queue_destroy(q);
     int64_t t1 = now_us();
     double c1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+    r->steady_machine = machine_busy_s() - m_step1;
     r->total_cpu = c1 - c0;
     r->steady_cpu = c1 - c_step1;
     r->total_s = (double)(t1 - t0) / 1e6;
@@ -791,10 +812,11 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     if ((rc = raw_consume(cfg, group, total, per_step, 0, deadline, &raw, errstr, errn)) != DP_OK)
         goto out;
     printf("raw consume (no decode): %" PRIu64 " msgs, %.1f MB payload; total %.2f s = %.0f msg/s; "
-           "steady (steps 2..T) %.2f s = %.0f msg/s; process CPU %.2f s total, %.2f s steady = %.0f msg per CPU-s\n",
+           "steady (steps 2..T) %.2f s = %.0f msg/s; process CPU %.2f s total, %.2f s steady = %.0f msg per CPU-s; "
+           "machine busy %.2f of %ld CPUs (steady)\n",
            raw.msgs, (double)raw.bytes / 1e6, raw.total_s, (double)raw.msgs / raw.total_s, raw.steady_s,
            (double)(total - per_step) / raw.steady_s, raw.total_cpu, raw.steady_cpu,
-           (double)(total - per_step) / raw.steady_cpu);
+           (double)(total - per_step) / raw.steady_cpu, raw.steady_machine / raw.steady_s, sysconf(_SC_NPROCESSORS_ONLN));
     fflush(stdout);
     if (!o->no_decode_pass) {
         snprintf(group, sizeof group, "%s.rawdecode", topic_prefix);
@@ -821,7 +843,7 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     if ((rc = watcher_open(&w, cfg, "bench-watch", o->steps, ids, 1, "50", errstr, errn)) != DP_OK)
         goto out;
     int64_t e0 = now_us(), e_step1 = 0, e_end = 0;
-    double pc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), pc1 = 0, pc2 = 0, tc1 = 0, tc2 = 0;
+    double pc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), pc1 = 0, pc2 = 0, tc1 = 0, tc2 = 0, mc1 = 0, mc2 = 0;
     clockid_t tclock;
     if ((rc = proc_start(&pt, cfg, o->chunk_records, errstr, errn)) != DP_OK)
         goto out;
@@ -833,12 +855,14 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
         goto out;
     pc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     tc1 = cpu_s(tclock);
+    mc1 = machine_busy_s();
     printf("end to end: step 1 released %.2f s after the processor started\n", (double)(e_step1 - e0) / 1e6);
     fflush(stdout);
     if ((rc = watcher_wait(&w, 0, o->steps, &pt, deadline, 10, &e_end, errstr, errn)) != DP_OK)
         goto out;
     pc2 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     tc2 = cpu_s(tclock);   /* before the join: the clock dies with the thread */
+    mc2 = machine_busy_s();
     double tot_s = (double)(e_end - e0) / 1e6, steady_s = (double)(e_end - e_step1) / 1e6;
     if ((rc = proc_stop(&pt, errstr, errn)) != DP_OK)
         goto out;
@@ -859,16 +883,18 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
            state, dlq);
     uint64_t steady_msgs = total - per_step;
     printf("end to end CPU: process %.2f s total, %.2f s steady = %.0f msg per CPU-s; processor thread %.2f s "
-           "steady = %.2f us/msg (%.0f%% of the steady wall time)\n",
+           "steady = %.2f us/msg (%.0f%% of the steady wall time); machine busy %.2f of %ld CPUs (steady)\n",
            pc2 - pc0, pc2 - pc1, (double)steady_msgs / (pc2 - pc1), tc2 - tc1,
-           1e6 * (tc2 - tc1) / (double)steady_msgs, 100.0 * (tc2 - tc1) / steady_s);
+           1e6 * (tc2 - tc1) / (double)steady_msgs, 100.0 * (tc2 - tc1) / steady_s, (mc2 - mc1) / steady_s,
+           sysconf(_SC_NPROCESSORS_ONLN));
     double ra = (double)steady_msgs / raw.steady_s, rb = (double)steady_msgs / steady_s;
     double rca = (double)steady_msgs / raw.steady_cpu, rcb = (double)steady_msgs / (pc2 - pc1);
     printf("RESULT throughput n=%" PRIu64 " T=%" PRIu64 " updates=%" PRIu64 ": raw %.0f msg/s, end-to-end %.0f "
            "msg/s, ratio b/a %.3f (steady wall); total-window ratio %.3f; per CPU-second: raw %.0f, end-to-end "
-           "%.0f, ratio %.3f\n",
+           "%.0f, ratio %.3f; machine CPU-s per message, end-to-end / raw %.2f\n",
            o->n, o->steps, o->n * o->steps, ra, rb, rb / ra,
-           ((double)total / tot_s) / ((double)raw.msgs / raw.total_s), rca, rcb, rcb / rca);
+           ((double)total / tot_s) / ((double)raw.msgs / raw.total_s), rca, rcb, rcb / rca,
+           (mc2 - mc1) / raw.steady_machine);
     fflush(stdout);
     *e2e_rate = rb;
     if (released != o->steps || dlq != 0) {
