@@ -40,6 +40,7 @@
 #include "app/load_mapping.h"
 #include "app/update_json.h"
 #include "core/dp_error.h"
+#include "stream/bytes_map.h"
 
 #define LOAD_MAX_RECORD  (1u << 20)
 #define LOAD_FLUSH_AT    (1u << 16)
@@ -85,92 +86,51 @@ static int target_finish(load_target *t, char *err, size_t errsz)
 /* --- per-stream step tracking (for --close-steps) ------------------------------------- */
 
 typedef struct stream_pos {
-    char    *id;
-    size_t   len;
-    uint64_t step;     /* current (open) step */
+    const char *id;    /* owned by the track's map */
+    size_t      len;
+    uint64_t    step;  /* current (open) step */
 } stream_pos;
 
 typedef struct stream_track {
-    stream_pos *v;     /* in order of first appearance */
-    size_t      n, cap;
-    size_t     *index; /* open addressing over v, capacity idx_cap (power of two), SIZE_MAX = empty */
-    size_t      idx_cap;
-    size_t      last;  /* v index of the previous row's stream (rows of one stream come in runs) */
+    dp_bytes_map index;  /* id -> stream_pos* (stream/bytes_map.h) */
+    stream_pos **v;      /* in order of first appearance: the order end-of-input markers go out in */
+    size_t       n, cap;
+    stream_pos  *last;   /* the previous row's stream (rows of one stream come in runs) */
 } stream_track;
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-static int track_rehash(stream_track *t, size_t cap)
-{
-    size_t *idx = malloc(cap * sizeof *idx);
-    if (!idx)
-        return -1;
-    for (size_t i = 0; i < cap; i++)
-        idx[i] = SIZE_MAX;
-    for (size_t k = 0; k < t->n; k++) {
-        size_t j = (size_t)fnv1a(t->v[k].id, t->v[k].len) & (cap - 1);
-        while (idx[j] != SIZE_MAX)
-            j = (j + 1) & (cap - 1);
-        idx[j] = k;
-    }
-    free(t->index);
-    t->index = idx;
-    t->idx_cap = cap;
-    return 0;
-}
 
 /* The stream's entry, created with step 0 ("nothing seen") if new. */
 static stream_pos *track_get(stream_track *t, const char *id, size_t len)
 {
-    if (t->n && t->last < t->n && t->v[t->last].len == len && memcmp(t->v[t->last].id, id, len) == 0)
-        return &t->v[t->last];
-    if (t->idx_cap == 0 && track_rehash(t, 64) != 0)
+    if (t->last && t->last->len == len && memcmp(t->last->id, id, len) == 0)
+        return t->last;
+    dp_bytes_map_slot *e = dp_bytes_map_upsert(&t->index, id, len);
+    if (!e)
         return NULL;
-    size_t j = (size_t)fnv1a(id, len) & (t->idx_cap - 1);
-    for (; t->index[j] != SIZE_MAX; j = (j + 1) & (t->idx_cap - 1)) {
-        stream_pos *p = &t->v[t->index[j]];
-        if (p->len == len && memcmp(p->id, id, len) == 0) {
-            t->last = t->index[j];
-            return p;
+    if (!e->value) {
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? t->cap * 2 : 16;
+            stream_pos **v = realloc(t->v, cap * sizeof *v);
+            if (!v)
+                return NULL;
+            t->v = v;
+            t->cap = cap;
         }
-    }
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        stream_pos *v = realloc(t->v, cap * sizeof *v);
-        if (!v)
+        stream_pos *p = calloc(1, sizeof *p);
+        if (!p)
             return NULL;
-        t->v = v;
-        t->cap = cap;
+        p->id = e->key;
+        p->len = e->key_len;
+        e->value = t->v[t->n++] = p;
     }
-    stream_pos *p = &t->v[t->n];
-    if (!(p->id = malloc(len + 1)))
-        return NULL;
-    memcpy(p->id, id, len);
-    p->id[len] = '\0';
-    p->len = len;
-    p->step = 0;
-    t->index[j] = t->n;
-    t->last = t->n;
-    t->n++;
-    if (t->n * 2 > t->idx_cap && track_rehash(t, t->idx_cap * 2) != 0)
-        return NULL;
-    return &t->v[t->last];
+    return t->last = e->value;
 }
 
 static void track_free(stream_track *t)
 {
     for (size_t i = 0; i < t->n; i++)
-        free(t->v[i].id);
+        free(t->v[i]);
     free(t->v);
-    free(t->index);
+    dp_bytes_map_free(&t->index);
     memset(t, 0, sizeof *t);
 }
 
@@ -768,7 +728,7 @@ int cmd_load(int argc, char **argv)
     rc = is_csv ? run_csv(&run, in, input) : run_jsonl(&run, in, input);
     if (rc == DP_OK && close_steps)
         for (size_t i = 0; i < run.track.n && rc == DP_OK; i++)
-            rc = emit_marker(&run, &run.track.v[i], run.track.v[i].step);
+            rc = emit_marker(&run, run.track.v[i], run.track.v[i]->step);
     if (rc == DP_OK)
         rc = target_finish(&target, run.err, sizeof run.err);
     if (rc == DP_OK && run.rejects && run.rej_buf.len &&

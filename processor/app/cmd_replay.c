@@ -50,6 +50,7 @@
 #include <sys/types.h>
 
 #include "app/cli.h"
+#include "stream/bytes_map.h"
 #include "stream/stream_config.h"
 #include "app/update_json.h"
 #include "core/dp_error.h"
@@ -118,89 +119,40 @@ static int line_next(line_reader *r, size_t *len, int *truncated)
 
 /* --- per-stream state --------------------------------------------------------- */
 
+/* A stream's synthesizer; the map (stream/bytes_map.h) owns `id`. */
 typedef struct stream_slot {
-    char     *id;
-    size_t    id_len;
-    uint64_t  hash;
-    dp_synth *synth;
+    const char *id;
+    size_t      id_len;
+    dp_synth   *synth;
 } stream_slot;
 
-typedef struct stream_table {
-    stream_slot *slots;   /* open addressing, capacity a power of two */
-    size_t       cap;
-    size_t       count;
-} stream_table;
-
-static uint64_t fnv1a(const char *s, size_t n)
+static stream_slot *table_find(const dp_bytes_map *t, const char *id, size_t len)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    dp_bytes_map_slot *e = dp_bytes_map_find(t, id, len);
+    return e ? e->value : NULL;
 }
 
-static stream_slot *table_find(stream_table *t, const char *id, size_t len, uint64_t h)
+static stream_slot *table_insert(dp_bytes_map *t, const char *id, size_t len)
 {
-    if (t->cap == 0)
+    dp_bytes_map_slot *e = dp_bytes_map_upsert(t, id, len);
+    stream_slot *s = e ? calloc(1, sizeof *s) : NULL;
+    if (!s)
         return NULL;
-    for (size_t i = (size_t)h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-        stream_slot *s = &t->slots[i];
-        if (!s->id)
-            return NULL;
-        if (s->hash == h && s->id_len == len && memcmp(s->id, id, len) == 0)
-            return s;
-    }
-}
-
-static int table_grow(stream_table *t)
-{
-    size_t cap = t->cap ? t->cap * 2 : 16;
-    stream_slot *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < t->cap; i++) {
-        stream_slot *s = &t->slots[i];
-        if (!s->id)
-            continue;
-        size_t j = (size_t)s->hash & (cap - 1);
-        while (slots[j].id)
-            j = (j + 1) & (cap - 1);
-        slots[j] = *s;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return 0;
-}
-
-static stream_slot *table_insert(stream_table *t, const char *id, size_t len, uint64_t h)
-{
-    if ((t->count + 1) * 4 > t->cap * 3 && table_grow(t) != 0)
-        return NULL;
-    size_t i = (size_t)h & (t->cap - 1);
-    while (t->slots[i].id)
-        i = (i + 1) & (t->cap - 1);
-    stream_slot *s = &t->slots[i];
-    if (!(s->id = malloc(len + 1)))
-        return NULL;
-    memcpy(s->id, id, len);
-    s->id[len] = '\0';
-    s->id_len = len;
-    s->hash = h;
-    t->count++;
+    s->id = e->key;
+    s->id_len = e->key_len;
+    e->value = s;
     return s;
 }
 
-static void table_free(stream_table *t)
+static void table_free(dp_bytes_map *t)
 {
     for (size_t i = 0; i < t->cap; i++) {
-        free(t->slots[i].id);
-        dp_synth_destroy(t->slots[i].synth);
+        stream_slot *s = t->slots[i].key ? t->slots[i].value : NULL;
+        if (s)
+            dp_synth_destroy(s->synth);
+        free(s);
     }
-    free(t->slots);
-    memset(t, 0, sizeof *t);
+    dp_bytes_map_free(t);
 }
 
 /* --- the run ------------------------------------------------------------------- */
@@ -292,7 +244,7 @@ static int close_step(replay_out *o, replay_stats *st, stream_slot *s, uint64_t 
 }
 
 /* Process one line; returns DP_OK or a fatal status (I/O, memory, close failure). */
-static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_table *tab,
+static int replay_line(const dp_stream_config *cfg, const dp_key *key, dp_bytes_map *tab,
                        replay_out *o, replay_stats *st, dp_update_owned *upd,
                        uint64_t line_no, const char *line, size_t len, int truncated)
 {
@@ -308,14 +260,13 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, stream_ta
         return reject(o, st, line_no, DP_REJECT_MALFORMED, msg, line, len, 0);
     const dp_update *u = &upd->u;
 
-    uint64_t h = fnv1a(u->stream_id, u->stream_id_len);
-    stream_slot *s = table_find(tab, u->stream_id, u->stream_id_len, h);
+    stream_slot *s = table_find(tab, u->stream_id, u->stream_id_len);
     if (!s) {
         const dp_stream_route *route = dp_stream_config_route(cfg, u->stream_id, u->stream_id_len);
         if (!route)
             return reject(o, st, line_no, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM),
                           line, len, 0);
-        if (!(s = table_insert(tab, u->stream_id, u->stream_id_len, h)))
+        if (!(s = table_insert(tab, u->stream_id, u->stream_id_len)))
             return DP_ENOMEM;
         dp_synth_env env = {.key = key, .stream_id = s->id, .stream_id_len = s->id_len};
         char err[512];
@@ -441,8 +392,8 @@ int cmd_replay(int argc, char **argv)
     dp_jbuf_init(&o.rej_buf);
     line_reader rd;
     memset(&rd, 0, sizeof rd);
-    stream_table tab;
-    memset(&tab, 0, sizeof tab);
+    dp_bytes_map tab;
+    dp_bytes_map_init(&tab);
     dp_update_owned upd;
     dp_update_owned_init(&upd);
     replay_stats st;

@@ -9,6 +9,7 @@
 
 #include "codec/codec.h"
 #include "core/dp_error.h"
+#include "stream/bytes_map.h"
 
 _Static_assert(DP_EXPORT_CHECKSUM_BYTES == DP_CODEC_CHECKSUM_BYTES, "checksum sizes differ");
 
@@ -137,9 +138,8 @@ typedef struct step_range {
 } step_range;
 
 typedef struct stream_state {
-    char       *id;
+    const char *id;           /* owned by the map */
     size_t      id_len;
-    uint64_t    hash;
     step_range *released;     /* sorted, disjoint, non-adjacent */
     size_t      n_released, cap_released;
     pending    *pend;         /* unsorted; usually 0 or 1 entries */
@@ -147,33 +147,25 @@ typedef struct stream_state {
 } stream_state;
 
 struct dp_export_asm {
-    stream_state  **slots;    /* open addressing, capacity a power of two */
-    size_t          cap, count;
+    dp_bytes_map    streams;  /* id -> stream_state* (stream/bytes_map.h) */
     dp_export_stats stats;
 };
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 int dp_export_asm_create(dp_export_asm **out)
 {
     dp_export_asm *a = calloc(1, sizeof *a);
     if (!a)
         return DP_ENOMEM;
-    a->cap = 16;
-    if (!(a->slots = calloc(a->cap, sizeof *a->slots))) {
-        free(a);
-        return DP_ENOMEM;
-    }
+    dp_bytes_map_init(&a->streams);
     *out = a;
     return DP_OK;
+}
+
+/* The stream in map slot i, or NULL (iteration only where order cannot
+ * matter: freeing, counting, collecting before a sort). */
+static stream_state *stream_at(const dp_export_asm *a, size_t i)
+{
+    return a->streams.slots[i].key ? a->streams.slots[i].value : NULL;
 }
 
 static void pending_free(pending *p)
@@ -189,70 +181,39 @@ void dp_export_asm_destroy(dp_export_asm *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; i < a->cap; i++) {
-        stream_state *s = a->slots[i];
+    for (size_t i = 0; i < a->streams.cap; i++) {
+        stream_state *s = stream_at(a, i);
         if (!s)
             continue;
         for (size_t j = 0; j < s->n_pend; j++)
             pending_free(&s->pend[j]);
         free(s->pend);
         free(s->released);
-        free(s->id);
         free(s);
     }
-    free(a->slots);
+    dp_bytes_map_free(&a->streams);
     free(a);
 }
 
 const dp_export_stats *dp_export_asm_stats(const dp_export_asm *a) { return &a->stats; }
 
-static stream_state *stream_find(const dp_export_asm *a, const char *id, size_t len, uint64_t h)
+static stream_state *stream_find(const dp_export_asm *a, const char *id, size_t len)
 {
-    for (size_t i = (size_t)h & (a->cap - 1);; i = (i + 1) & (a->cap - 1)) {
-        stream_state *s = a->slots[i];
-        if (!s)
-            return NULL;
-        if (s->hash == h && s->id_len == len && memcmp(s->id, id, len) == 0)
-            return s;
-    }
+    dp_bytes_map_slot *e = dp_bytes_map_find(&a->streams, id, len);
+    return e ? e->value : NULL;
 }
 
 static stream_state *stream_get(dp_export_asm *a, const char *id, size_t len)
 {
-    uint64_t h = fnv1a(id, len);
-    stream_state *s = stream_find(a, id, len, h);
+    stream_state *s = stream_find(a, id, len);
     if (s)
         return s;
-    if ((a->count + 1) * 4 > a->cap * 3) {
-        size_t cap = a->cap * 2;
-        stream_state **slots = calloc(cap, sizeof *slots);
-        if (!slots)
-            return NULL;
-        for (size_t i = 0; i < a->cap; i++) {
-            if (!a->slots[i])
-                continue;
-            size_t j = (size_t)a->slots[i]->hash & (cap - 1);
-            while (slots[j])
-                j = (j + 1) & (cap - 1);
-            slots[j] = a->slots[i];
-        }
-        free(a->slots);
-        a->slots = slots;
-        a->cap = cap;
-    }
-    if (!(s = calloc(1, sizeof *s)) || !(s->id = malloc(len + 1))) {
-        free(s);
+    dp_bytes_map_slot *e = dp_bytes_map_upsert(&a->streams, id, len);
+    if (!e || !(s = calloc(1, sizeof *s)))
         return NULL;
-    }
-    memcpy(s->id, id, len);
-    s->id[len] = '\0';
-    s->id_len = len;
-    s->hash = h;
-    size_t i = (size_t)h & (a->cap - 1);
-    while (a->slots[i])
-        i = (i + 1) & (a->cap - 1);
-    a->slots[i] = s;
-    a->count++;
+    s->id = e->key;
+    s->id_len = e->key_len;
+    e->value = s;
     return s;
 }
 
@@ -312,7 +273,7 @@ static int mark_released(stream_state *s, uint64_t step)
 
 int dp_export_asm_released(const dp_export_asm *a, const char *stream, size_t stream_len, uint64_t step)
 {
-    const stream_state *s = stream_find(a, stream, stream_len, fnv1a(stream, stream_len));
+    const stream_state *s = stream_find(a, stream, stream_len);
     return s && is_released(s, step);
 }
 
@@ -548,9 +509,9 @@ size_t dp_export_asm_pending(const dp_export_asm *a,
                              void *ctx)
 {
     size_t total = 0;
-    for (size_t i = 0; i < a->cap; i++)
-        if (a->slots[i])
-            total += a->slots[i]->n_pend;
+    for (size_t i = 0; i < a->streams.cap; i++)
+        if (stream_at(a, i))
+            total += stream_at(a, i)->n_pend;
     if (!fn || total == 0)
         return total;
     pend_ref *refs = malloc(total * sizeof *refs);
@@ -559,8 +520,8 @@ size_t dp_export_asm_pending(const dp_export_asm *a,
         return total;
     }
     size_t k = 0;
-    for (size_t i = 0; i < a->cap; i++) {
-        const stream_state *s = a->slots[i];
+    for (size_t i = 0; i < a->streams.cap; i++) {
+        const stream_state *s = stream_at(a, i);
         if (!s)
             continue;
         for (size_t j = 0; j < s->n_pend; j++)

@@ -70,8 +70,8 @@
 /* ------------------------------------------------------------------ ingest */
 
 typedef struct cumul_ingest {
+    dp_lingest     li;       /* first (dp_lingest_half_* ops); hist_len 1 (the last bit), aux = weight */
     dp_long_config cfg;
-    dp_lingest     li;       /* hist_len 1 (the last bit), aux = weight */
 } cumul_ingest;
 
 static int cumul_ingest_create(dp_ingest_half **out, const json_t *config, char *errstr,
@@ -94,26 +94,13 @@ static int cumul_ingest_create(dp_ingest_half **out, const json_t *config, char 
     return DP_OK;
 }
 
-static int cumul_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason)
-{
-    return dp_lingest_offer(&((cumul_ingest *)in)->li, u, reason);
-}
-
-static int cumul_ingest_update_batch(dp_ingest_half *in, const dp_update *u, size_t n,
-                                     dp_reject_reason *reasons)
-{
-    return dp_lingest_offer_batch(&((cumul_ingest *)in)->li, u, n, reasons);
-}
-
 static int cumul_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
 {
     cumul_ingest *w = (cumul_ingest *)in;
     dp_lingest *li = &w->li;
-    if (step != li->open_step || step > li->horizon)
-        return DP_ESTATE;
-    dp_stats_clear(out, step);
-    out->scalars[1] = (int64_t)dp_lingest_impute_missing(li);
-    out->scalars[0] = (int64_t)li->n;
+    int rc = dp_lingest_close_begin(li, step, out);
+    if (rc != DP_OK)
+        return rc;
     /* z_b^t, b = weight-before + 1, counted densely (weights <= t-1). */
     int64_t *z = calloc(step + 1, sizeof *z);
     if (!z)
@@ -125,7 +112,6 @@ static int cumul_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
             dp_lingest_set_aux(li, i, wgt + 1);
         }
     }
-    int rc = DP_OK;
     for (uint64_t b = 1; b <= step && rc == DP_OK; b++)
         rc = dp_stats_add(out, b, z[b]);
     free(z);
@@ -133,16 +119,6 @@ static int cumul_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
         return rc;
     dp_lingest_advance(li);
     return dp_stats_finish(out);
-}
-
-static int cumul_ingest_roster_complete(const dp_ingest_half *in)
-{
-    return dp_lingest_roster_complete(&((const cumul_ingest *)in)->li);
-}
-
-static int cumul_ingest_save(const dp_ingest_half *in, dp_buf *b)
-{
-    return dp_lingest_save(&((const cumul_ingest *)in)->li, b);
 }
 
 static int cumul_ingest_load(dp_ingest_half *in, dp_reader *r)
@@ -607,11 +583,11 @@ static int cumul_release_load(dp_release_half *rel, dp_reader *r)
 const dp_synth_ops dp_synth_ops_cumulative = {
     .name = "cumulative",
     .ingest_create = cumul_ingest_create,
-    .ingest_update = cumul_ingest_update,
-    .ingest_update_batch = cumul_ingest_update_batch,
+    .ingest_update = dp_lingest_half_update,
+    .ingest_update_batch = dp_lingest_half_update_batch,
     .ingest_close = cumul_ingest_close,
-    .ingest_roster_complete = cumul_ingest_roster_complete,
-    .ingest_save = cumul_ingest_save,
+    .ingest_roster_complete = dp_lingest_half_roster_complete,
+    .ingest_save = dp_lingest_half_save,
     .ingest_load = cumul_ingest_load,
     .ingest_destroy = cumul_ingest_destroy,
     .release_create = cumul_release_create,

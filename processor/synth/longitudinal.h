@@ -106,6 +106,23 @@ int  dp_lingest_save(const dp_lingest *li, dp_buf *b);
 /* li must be initialised with the same configuration. */
 int  dp_lingest_load(dp_lingest *li, dp_reader *r);
 
+/* Start closing `step` (ingest_close of a synthesizer built on this
+ * state): DP_ESTATE unless it is the open step within the horizon; then
+ * every missing report is imputed and `out` is cleared for the step with
+ * scalars[0] = roster size and scalars[1] = imputed reports.  The caller
+ * adds its statistics from the histories, calls dp_lingest_advance and
+ * finishes `out`. */
+int  dp_lingest_close_begin(dp_lingest *li, uint64_t step, dp_stats *out);
+
+/* Ingest-half operations (synth.h) for a synthesizer whose ingest state
+ * struct begins with its dp_lingest (window, cumulative): they forward to
+ * the functions above. */
+int  dp_lingest_half_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason);
+int  dp_lingest_half_update_batch(dp_ingest_half *in, const dp_update *u, size_t n, dp_reject_reason *reasons);
+int  dp_lingest_half_roster_complete(const dp_ingest_half *in);
+int  dp_lingest_half_save(const dp_ingest_half *in, dp_buf *b);
+int  dp_lingest_half_load(dp_ingest_half *in, dp_reader *r);
+
 /* Bits needed to hold 0..m-1 (m >= 1). */
 unsigned dp_bits_for(uint64_t m);
 

@@ -585,3 +585,38 @@ int dp_lingest_load(dp_lingest *li, dp_reader *r)
         count += li->table[s] != 0;
     return count == li->n ? DP_OK : DP_ECORRUPT;
 }
+
+int dp_lingest_close_begin(dp_lingest *li, uint64_t step, dp_stats *out)
+{
+    if (step != li->open_step || step > li->horizon)
+        return DP_ESTATE;
+    dp_stats_clear(out, step);
+    out->scalars[1] = (int64_t)dp_lingest_impute_missing(li);
+    out->scalars[0] = (int64_t)li->n;
+    return DP_OK;
+}
+
+int dp_lingest_half_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason)
+{
+    return dp_lingest_offer((dp_lingest *)in, u, reason);
+}
+
+int dp_lingest_half_update_batch(dp_ingest_half *in, const dp_update *u, size_t n, dp_reject_reason *reasons)
+{
+    return dp_lingest_offer_batch((dp_lingest *)in, u, n, reasons);
+}
+
+int dp_lingest_half_roster_complete(const dp_ingest_half *in)
+{
+    return dp_lingest_roster_complete((const dp_lingest *)in);
+}
+
+int dp_lingest_half_save(const dp_ingest_half *in, dp_buf *b)
+{
+    return dp_lingest_save((const dp_lingest *)in, b);
+}
+
+int dp_lingest_half_load(dp_ingest_half *in, dp_reader *r)
+{
+    return dp_lingest_load((dp_lingest *)in, r);
+}

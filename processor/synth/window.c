@@ -57,8 +57,8 @@
 /* ------------------------------------------------------------------ ingest */
 
 typedef struct window_ingest {
+    dp_lingest     li;         /* first: the dp_lingest_half_* ops take it */
     dp_long_config cfg;
-    dp_lingest     li;
     int64_t       *counts;     /* scratch, c^k */
 } window_ingest;
 
@@ -84,54 +84,25 @@ static int window_ingest_create(dp_ingest_half **out, const json_t *config, char
     return DP_OK;
 }
 
-static int window_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason)
-{
-    return dp_lingest_offer(&((window_ingest *)in)->li, u, reason);
-}
-
-static int window_ingest_update_batch(dp_ingest_half *in, const dp_update *u, size_t n,
-                                      dp_reject_reason *reasons)
-{
-    return dp_lingest_offer_batch(&((window_ingest *)in)->li, u, n, reasons);
-}
-
 static int window_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
 {
     window_ingest *w = (window_ingest *)in;
     dp_lingest *li = &w->li;
-    if (step != li->open_step || step > li->horizon)
-        return DP_ESTATE;
-    dp_stats_clear(out, step);
-    out->scalars[1] = (int64_t)dp_lingest_impute_missing(li);
-    out->scalars[0] = (int64_t)li->n;
+    int rc = dp_lingest_close_begin(li, step, out);
+    if (rc != DP_OK)
+        return rc;
     if (step >= w->cfg.k) {
         /* Dense counting then a sorted emit: O(n + c^k), no hashing. */
         memset(w->counts, 0, li->hist_mod * sizeof *w->counts);
         for (size_t i = 0; i < li->n; i++)
             w->counts[dp_lingest_hist(li, i)]++;
-        for (uint64_t s = 0; s < li->hist_mod; s++) {
-            int rc = dp_stats_add(out, s, w->counts[s]);
-            if (rc != DP_OK)
-                return rc;
-        }
+        for (uint64_t s = 0; s < li->hist_mod && rc == DP_OK; s++)
+            rc = dp_stats_add(out, s, w->counts[s]);
+        if (rc != DP_OK)
+            return rc;
     }
     dp_lingest_advance(li);
     return dp_stats_finish(out);
-}
-
-static int window_ingest_roster_complete(const dp_ingest_half *in)
-{
-    return dp_lingest_roster_complete(&((const window_ingest *)in)->li);
-}
-
-static int window_ingest_save(const dp_ingest_half *in, dp_buf *b)
-{
-    return dp_lingest_save(&((const window_ingest *)in)->li, b);
-}
-
-static int window_ingest_load(dp_ingest_half *in, dp_reader *r)
-{
-    return dp_lingest_load(&((window_ingest *)in)->li, r);
 }
 
 static void window_ingest_destroy(dp_ingest_half *in)
@@ -542,12 +513,12 @@ static int window_release_load(dp_release_half *rel, dp_reader *r)
 const dp_synth_ops dp_synth_ops_window = {
     .name = "window",
     .ingest_create = window_ingest_create,
-    .ingest_update = window_ingest_update,
-    .ingest_update_batch = window_ingest_update_batch,
+    .ingest_update = dp_lingest_half_update,
+    .ingest_update_batch = dp_lingest_half_update_batch,
     .ingest_close = window_ingest_close,
-    .ingest_roster_complete = window_ingest_roster_complete,
-    .ingest_save = window_ingest_save,
-    .ingest_load = window_ingest_load,
+    .ingest_roster_complete = dp_lingest_half_roster_complete,
+    .ingest_save = dp_lingest_half_save,
+    .ingest_load = dp_lingest_half_load,
     .ingest_destroy = window_ingest_destroy,
     .release_create = window_release_create,
     .release_step = window_release_step,

@@ -13,19 +13,7 @@
 set -euo pipefail
 BIN=$(realpath "${1:?usage: load_export_kafka.sh path/to/dpstream}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -KILL "$p" 2> /dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$WORK/run.err" ] && tail -20 "$WORK/run.err" >&2; exit 1; }
-
-BOOT=${DPSTREAM_BOOTSTRAP_SERVERS:-$(bash "$ROOT/scripts/kafka-local.sh" bootstrap)}
-case "$BOOT" in 127.0.0.1:*) ;; *) fail "refusing to use a broker that is not on 127.0.0.1: $BOOT" ;; esac
-export DPSTREAM_BOOTSTRAP_SERVERS=$BOOT
-kcat -b "$BOOT" -L -m 5 > /dev/null 2>&1 || fail "no Kafka broker answers on $BOOT (scripts/kafka-local.sh start)"
+. "$ROOT/tests/integration/lib/prelude.sh"
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 SEED=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed
 PREFIX=h10load$(cut -c1-8 /proc/sys/kernel/random/uuid)
@@ -64,11 +52,11 @@ grep -q "load: 600 rows, 600 updates written, 12 CLOSE_STEP markers, 0 rejected,
 "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id h10 --idle-timeout-ms 0 \
     > "$WORK/run.out" 2> "$WORK/run.err" &
 RUN_PID=$!
-PIDS+=("$RUN_PID")
+RUN_PIDS+=("$RUN_PID")
 "$BIN" export --config "$WORK/config.json" --out "$WORK/follow" --layout per-step --format jsonl --follow \
     > "$WORK/follow.out" 2> "$WORK/follow.err" &
 FOLLOW_PID=$!
-PIDS+=("$FOLLOW_PID")
+RUN_PIDS+=("$FOLLOW_PID")
 deadline=$((SECONDS + 120))
 while :; do
     kill -0 "$RUN_PID" 2> /dev/null || fail "processor exited early"

@@ -11,24 +11,10 @@
 set -euo pipefail
 BIN=$(realpath "${1:?usage: run_failover.sh path/to/dpstream}")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d)
+. "$ROOT/tests/integration/lib/prelude.sh"
 PID_A=
 PID_B=
-cleanup() {
-    for p in $PID_A $PID_B; do kill -KILL "$p" 2>/dev/null || true; done
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for f in a b; do [ -f "$WORK/$f.err" ] && { echo "--- $f" >&2; grep -v CONFWARN "$WORK/$f.err" | tail -15 >&2; }; done
-    exit 1
-}
-
-BOOT=${DPSTREAM_BOOTSTRAP_SERVERS:-$(bash "$ROOT/scripts/kafka-local.sh" bootstrap)}
-case "$BOOT" in 127.0.0.1:*) ;; *) fail "refusing to use a broker that is not on 127.0.0.1: $BOOT" ;; esac
-export DPSTREAM_BOOTSTRAP_SERVERS=$BOOT
-kcat -b "$BOOT" -L -m 5 > /dev/null 2>&1 || fail "no Kafka broker answers on $BOOT (scripts/kafka-local.sh start)"
+FAIL_LOGS=("$WORK/a.err" "$WORK/b.err")
 
 SUFFIX=$(cut -c1-8 /proc/sys/kernel/random/uuid)
 PREFIX=it-failover-$SUFFIX
@@ -108,9 +94,11 @@ wait_released() {   # $1 = at least this many, $2 = seconds
 
 start a
 PID_A=$STARTED
+RUN_PIDS+=("$PID_A")
 wait_released 2 120
 start b
 PID_B=$STARTED
+RUN_PIDS+=("$PID_B")
 # B joins: a rebalance moves some partitions from A to B
 deadline=$((SECONDS + 60))
 until grep -q "assigned [1-9][0-9]* partition" "$WORK/b.err" 2>/dev/null; do
