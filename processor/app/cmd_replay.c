@@ -147,7 +147,7 @@ static stream_slot *table_insert(dp_bytes_map *t, const char *id, size_t len)
 static void table_free(dp_bytes_map *t)
 {
     for (size_t i = 0; i < t->cap; i++) {
-        stream_slot *s = t->slots[i].key ? t->slots[i].value : NULL;
+        stream_slot *s = dp_bytes_map_at(t, i);
         if (s)
             dp_synth_destroy(s->synth);
         free(s);

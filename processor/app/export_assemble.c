@@ -161,13 +161,6 @@ int dp_export_asm_create(dp_export_asm **out)
     return DP_OK;
 }
 
-/* The stream in map slot i, or NULL (iteration only where order cannot
- * matter: freeing, counting, collecting before a sort). */
-static stream_state *stream_at(const dp_export_asm *a, size_t i)
-{
-    return a->streams.slots[i].key ? a->streams.slots[i].value : NULL;
-}
-
 static void pending_free(pending *p)
 {
     for (size_t i = 0; i < p->n_chunks; i++)
@@ -182,7 +175,7 @@ void dp_export_asm_destroy(dp_export_asm *a)
     if (!a)
         return;
     for (size_t i = 0; i < a->streams.cap; i++) {
-        stream_state *s = stream_at(a, i);
+        stream_state *s = dp_bytes_map_at(&a->streams, i);
         if (!s)
             continue;
         for (size_t j = 0; j < s->n_pend; j++)
@@ -509,9 +502,10 @@ size_t dp_export_asm_pending(const dp_export_asm *a,
                              void *ctx)
 {
     size_t total = 0;
-    for (size_t i = 0; i < a->streams.cap; i++)
-        if (stream_at(a, i))
-            total += stream_at(a, i)->n_pend;
+    for (size_t i = 0; i < a->streams.cap; i++) {
+        const stream_state *s = dp_bytes_map_at(&a->streams, i);
+        total += s ? s->n_pend : 0;
+    }
     if (!fn || total == 0)
         return total;
     pend_ref *refs = malloc(total * sizeof *refs);
@@ -521,7 +515,7 @@ size_t dp_export_asm_pending(const dp_export_asm *a,
     }
     size_t k = 0;
     for (size_t i = 0; i < a->streams.cap; i++) {
-        const stream_state *s = stream_at(a, i);
+        const stream_state *s = dp_bytes_map_at(&a->streams, i);
         if (!s)
             continue;
         for (size_t j = 0; j < s->n_pend; j++)

@@ -27,6 +27,13 @@ typedef struct dp_bytes_map {
 void  dp_bytes_map_init(dp_bytes_map *m);
 /* Frees the keys; values are the caller's (free them first via iteration). */
 void  dp_bytes_map_free(dp_bytes_map *m);
+/* The value in slot i (0 <= i < cap), or NULL for an empty slot; for
+ * iterations whose order cannot reach an output (see above). */
+static inline void *dp_bytes_map_at(const dp_bytes_map *m, size_t i)
+{
+    return m->slots[i].key ? m->slots[i].value : NULL;
+}
+
 /* The slot of key, or NULL. */
 dp_bytes_map_slot *dp_bytes_map_find(const dp_bytes_map *m, const void *key, size_t key_len);
 /* The slot of key, inserted with value NULL if absent; NULL on out of memory. */

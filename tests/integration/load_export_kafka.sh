@@ -52,7 +52,6 @@ grep -q "load: 600 rows, 600 updates written, 12 CLOSE_STEP markers, 0 rejected,
 "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id h10 --idle-timeout-ms 0 \
     > "$WORK/run.out" 2> "$WORK/run.err" &
 RUN_PID=$!
-RUN_PIDS+=("$RUN_PID")
 "$BIN" export --config "$WORK/config.json" --out "$WORK/follow" --layout per-step --format jsonl --follow \
     > "$WORK/follow.out" 2> "$WORK/follow.err" &
 FOLLOW_PID=$!
