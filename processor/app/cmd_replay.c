@@ -54,6 +54,7 @@
 #include "stream/stream_config.h"
 #include "app/update_json.h"
 #include "core/dp_error.h"
+#include "synth/step_gate.h"
 #include "synth/synth.h"
 
 #define REPLAY_MAX_LINE   (1u << 20)   /* longer lines are rejected, not buffered */
@@ -121,9 +122,10 @@ static int line_next(line_reader *r, size_t *len, int *truncated)
 
 /* A stream's synthesizer; the map (stream/bytes_map.h) owns `id`. */
 typedef struct stream_slot {
-    const char *id;
-    size_t      id_len;
-    dp_synth   *synth;
+    const char  *id;
+    size_t       id_len;
+    dp_synth    *synth;
+    dp_step_gate gate;
 } stream_slot;
 
 static stream_slot *table_find(const dp_bytes_map *t, const char *id, size_t len)
@@ -148,8 +150,10 @@ static void table_free(dp_bytes_map *t)
 {
     for (size_t i = 0; i < t->cap; i++) {
         stream_slot *s = dp_bytes_map_at(t, i);
-        if (s)
+        if (s) {
+            dp_gate_free(&s->gate);
             dp_synth_destroy(s->synth);
+        }
         free(s);
     }
     dp_bytes_map_free(t);
@@ -224,22 +228,46 @@ static int reject(replay_out *o, replay_stats *st, uint64_t line_no, dp_reject_r
     return flush_buf(&o->rej_buf, o->rejected, 0);
 }
 
+/* A held update's verdict at the close that opened its step. */
+typedef struct applied_ctx {
+    replay_out   *o;
+    replay_stats *st;
+} applied_ctx;
+
+static int held_applied(void *ctx, const dp_update *u, uint64_t origin, const uint8_t *raw, size_t raw_len,
+                        dp_reject_reason reason)
+{
+    (void)u;
+    applied_ctx *a = ctx;
+    if (reason == DP_REJECT_NONE) {
+        a->st->used++;
+        return DP_OK;
+    }
+    return reject(a->o, a->st, origin, reason, dp_reject_reason_text(reason), (const char *)raw, raw_len, 0);
+}
+
+/* Close s's open step (and, while the policy says so, the steps that held
+ * updates complete at once). */
 static int close_step(replay_out *o, replay_stats *st, stream_slot *s, uint64_t line_no)
 {
     dp_release_sink sink = {.ctx = o, .record = sink_record, .manifest = sink_manifest, .budget = sink_budget};
+    applied_ctx actx = {.o = o, .st = st};
     char err[512];
-    o->stream_id = s->id;
-    o->stream_id_len = s->id_len;
-    o->step = dp_synth_open_step(s->synth);
-    err[0] = '\0';
-    int rc = dp_synth_close_step(s->synth, &sink, err, sizeof err);
-    if (rc != DP_OK) {
-        fprintf(stderr, "dpstream replay: line %llu: closing step %llu of stream '%s' failed: %s\n",
-                (unsigned long long)line_no, (unsigned long long)o->step, s->id,
-                err[0] ? err : dp_status_str(rc));
-        return rc;
+    int again = 1;
+    while (again) {
+        o->stream_id = s->id;
+        o->stream_id_len = s->id_len;
+        o->step = dp_synth_open_step(s->synth);
+        err[0] = '\0';
+        int rc = dp_gate_close(&s->gate, &sink, held_applied, &actx, &again, err, sizeof err);
+        if (rc != DP_OK) {
+            fprintf(stderr, "dpstream replay: line %llu: closing step %llu of stream '%s' failed: %s\n",
+                    (unsigned long long)line_no, (unsigned long long)o->step, s->id,
+                    err[0] ? err : dp_status_str(rc));
+            return rc;
+        }
+        st->closes++;
     }
-    st->closes++;
     return DP_OK;
 }
 
@@ -277,46 +305,32 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, dp_bytes_
                     (unsigned long long)line_no, route->synthesizer, s->id, err[0] ? err : dp_status_str(rc));
             return rc;
         }
+        dp_gate_init(&s->gate, s->synth, &route->gate);
     }
 
-    uint64_t open = dp_synth_open_step(s->synth);
-    if (u->kind == DP_UPDATE_CLOSE_STEP) {
-        if (u->step < open) {
-            st->duplicate_markers++;   /* already closed: harmless, see the header */
-            return DP_OK;
-        }
-        if (dp_synth_exhausted(s->synth))
-            return reject(o, st, line_no, DP_REJECT_EXHAUSTED, dp_reject_reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
-        if (u->step > open) {
-            snprintf(msg, sizeof msg, "CLOSE_STEP for step %llu but step %llu is open",
-                     (unsigned long long)u->step, (unsigned long long)open);
-            return reject(o, st, line_no, DP_REJECT_FUTURE_STEP, msg, line, len, 0);
-        }
-        st->used++;
-        return close_step(o, st, s, line_no);
-    }
-
-    if (dp_synth_exhausted(s->synth))
-        return reject(o, st, line_no, DP_REJECT_EXHAUSTED, dp_reject_reason_text(DP_REJECT_EXHAUSTED), line, len, 0);
-    if (u->step != open) {
-        dp_reject_reason r = u->step < open ? DP_REJECT_LATE : DP_REJECT_FUTURE_STEP;
-        snprintf(msg, sizeof msg, "%s (update for step %llu, open step %llu)", dp_reject_reason_text(r),
-                 (unsigned long long)u->step, (unsigned long long)open);
-        return reject(o, st, line_no, r, msg, line, len, 0);
-    }
-    dp_reject_reason reason = DP_REJECT_NONE;
-    rc = dp_synth_ingest(s->synth, u, &reason);
+    dp_gate_verdict v;
+    rc = dp_gate_offer(&s->gate, u, line_no, (const uint8_t *)line, len, &v);
     if (rc != DP_OK) {
         fprintf(stderr, "dpstream replay: line %llu: ingest failed: %s\n", (unsigned long long)line_no,
                 dp_status_str(rc));
         return rc;
     }
-    if (reason != DP_REJECT_NONE)
-        return reject(o, st, line_no, reason, dp_reject_reason_text(reason), line, len, 0);
-    st->used++;
-    if (dp_synth_roster_complete(s->synth))
+    switch (v.action) {
+    case DP_GATE_IGNORED:
+        st->duplicate_markers++;   /* already closed: harmless, see the header */
+        return DP_OK;
+    case DP_GATE_REJECTED:
+        return reject(o, st, line_no, v.reason, v.text, line, len, 0);
+    case DP_GATE_BUFFERED:
+        return DP_OK;              /* counted when its step opens */
+    case DP_GATE_CLOSE:
+        st->used++;
         return close_step(o, st, s, line_no);
-    return DP_OK;
+    case DP_GATE_USED:
+        st->used++;
+        return v.close_after ? close_step(o, st, s, line_no) : DP_OK;
+    }
+    return DP_ESTATE;
 }
 
 static void replay_usage(FILE *f)

@@ -250,6 +250,7 @@ static int check_synth_config(const dp_stream_route *r, size_t idx, char *errstr
 static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *errstr, size_t n)
 {
     dp_stream_route *r = &c->routes[idx];
+    r->gate = dp_gate_policy_default;
     if (!json_is_object(js))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: must be an object", idx);
     const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL;

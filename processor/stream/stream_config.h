@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include "codec/codec.h"
+#include "synth/step_gate.h"
 
 typedef struct dp_stream_route {
     char   *match;          /* exact stream id, or NULL */
@@ -59,6 +60,7 @@ typedef struct dp_stream_route {
     size_t  match_len;      /* length of whichever of the two is set */
     char   *synthesizer;    /* "window", "cumulative", … */
     json_t *config;         /* the synthesizer's config object (owned; "delta" filled in) */
+    dp_gate_policy gate;    /* when its steps close and how far data may run ahead */
 } dp_stream_route;
 
 typedef struct dp_kafka_property {
