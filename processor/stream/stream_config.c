@@ -253,7 +253,7 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
     r->gate = dp_gate_policy_default;
     if (!json_is_object(js))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: must be an object", idx);
-    const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL;
+    const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL, *jlook = NULL, *jroster = NULL;
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)js, key, val) {
@@ -261,9 +261,24 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
         else if (strcmp(key, "prefix") == 0) jprefix = val;
         else if (strcmp(key, "synthesizer") == 0) jsynth = val;
         else if (strcmp(key, "config") == 0) jcfg = val;
+        else if (strcmp(key, "lookahead") == 0) jlook = val;
+        else if (strcmp(key, "close_on_complete_roster") == 0) jroster = val;
         else
             return dp_err(errstr, n, DP_EINVAL,
-                          "streams[%zu]: unknown key \"%s\" (known: match, prefix, synthesizer, config)", idx, key);
+                          "streams[%zu]: unknown key \"%s\" (known: match, prefix, synthesizer, config, lookahead, "
+                          "close_on_complete_roster)", idx, key);
+    }
+    if (jlook) {
+        if (!json_is_integer(jlook) || json_integer_value(jlook) < 0 ||
+            json_integer_value(jlook) > DP_GATE_MAX_LOOKAHEAD)
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].lookahead: must be 0 or %d (steps of data held ahead of "
+                          "the open step)", idx, DP_GATE_MAX_LOOKAHEAD);
+        r->gate.lookahead = (uint32_t)json_integer_value(jlook);
+    }
+    if (jroster) {
+        if (!json_is_boolean(jroster))
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].close_on_complete_roster: must be true or false", idx);
+        r->gate.close_on_roster = json_is_true(jroster);
     }
     if ((jmatch != NULL) == (jprefix != NULL))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: give exactly one of \"match\" (exact stream id) or \"prefix\"", idx);

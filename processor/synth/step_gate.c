@@ -1,6 +1,7 @@
 /* step_gate.c — accept / hold / reject / close, in one place (step_gate.h). */
 #include "synth/step_gate.h"
 
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ void dp_gate_free(dp_step_gate *g)
     free(g->held);
     g->held = NULL;
     g->cap_held = 0;
+    sodium_memzero(g->digest_key, sizeof g->digest_key);
 }
 
 static void reject(dp_gate_verdict *v, dp_reject_reason r, const char *text)
@@ -97,6 +99,60 @@ static int hold(dp_step_gate *g, const dp_update *u, uint64_t origin, const uint
     return DP_OK;
 }
 
+static void put_u64(crypto_generichash_state *h, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    crypto_generichash_update(h, b, 8);
+}
+
+/* Adds one used update to the open step's multiset digest.  Every field
+ * is length-prefixed so that no two different updates encode alike. */
+static void digest_add(dp_step_gate *g, const dp_update *u)
+{
+    crypto_generichash_state h;
+    uint8_t out[DP_GATE_DIGEST_BYTES];
+    crypto_generichash_init(&h, g->digest_key, sizeof g->digest_key, sizeof out);
+    put_u64(&h, (uint64_t)u->kind);
+    put_u64(&h, u->step);
+    put_u64(&h, u->entity_id ? u->entity_id_len + 1 : 0);
+    if (u->entity_id)
+        crypto_generichash_update(&h, (const uint8_t *)u->entity_id, u->entity_id_len);
+    put_u64(&h, (uint64_t)u->payload.kind);
+    put_u64(&h, (uint64_t)u->payload.category);
+    put_u64(&h, u->payload.row_len);
+    for (size_t i = 0; i < u->payload.row_len; i++)
+        put_u64(&h, (uint64_t)(int64_t)u->payload.row[i]);
+    put_u64(&h, u->payload.point_len);
+    for (size_t i = 0; i < u->payload.point_len; i++) {
+        uint64_t bits;
+        memcpy(&bits, &u->payload.point[i], sizeof bits);
+        put_u64(&h, bits);
+    }
+    crypto_generichash_final(&h, out, sizeof out);
+    for (size_t lane = 0; lane < DP_GATE_DIGEST_BYTES / 8; lane++) {
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++)
+            v |= (uint64_t)out[8 * lane + (size_t)i] << (8 * i);
+        g->digest_sum[lane] += v;
+    }
+}
+
+void dp_gate_track_input(dp_step_gate *g, const uint8_t key[32])
+{
+    g->digest_on = 1;
+    memcpy(g->digest_key, key, sizeof g->digest_key);
+    memset(g->digest_sum, 0, sizeof g->digest_sum);
+}
+
+void dp_gate_open_digest(const dp_step_gate *g, uint8_t out[DP_GATE_DIGEST_BYTES])
+{
+    for (size_t lane = 0; lane < DP_GATE_DIGEST_BYTES / 8; lane++)
+        for (int i = 0; i < 8; i++)
+            out[8 * lane + (size_t)i] = (uint8_t)(g->digest_sum[lane] >> (8 * i));
+}
+
 static int close_due_now(const dp_step_gate *g)
 {
     return g->policy.close_on_roster && dp_synth_roster_complete(g->synth);
@@ -152,6 +208,8 @@ int dp_gate_offer(dp_step_gate *g, const dp_update *u, uint64_t origin, const ui
         return DP_OK;
     }
     v->action = DP_GATE_USED;
+    if (g->digest_on)
+        digest_add(g, u);
     v->close_after = close_due_now(g);
     return DP_OK;
 }
@@ -182,6 +240,10 @@ int dp_gate_offer_run(dp_step_gate *g, const dp_update *u, size_t n, dp_reject_r
             return DP_ESTATE;
         *close_due = 1;
     }
+    if (g->digest_on)
+        for (size_t i = 0; i < cut; i++)
+            if (reasons[i] == DP_REJECT_NONE)
+                digest_add(g, &u[i]);
     *taken = cut;
     return DP_OK;
 }
@@ -193,6 +255,7 @@ int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_
     int rc = dp_synth_close_step(g->synth, sink, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
+    memset(g->digest_sum, 0, sizeof g->digest_sum);
     /* Apply what was held for the step that just opened, in arrival
      * order; keep the rest (none while lookahead <= 1). */
     uint64_t open = dp_synth_open_step(g->synth);
@@ -210,6 +273,8 @@ int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_
             g->held[keep++] = *h;
             continue;
         }
+        if (reason == DP_REJECT_NONE && g->digest_on)
+            digest_add(g, &h->u);
         rc = applied ? applied(ctx, &h->u, h->origin, h->raw, h->raw_len, reason) : DP_OK;
         free(h->blob);
     }

@@ -70,11 +70,17 @@ typedef int (*dp_gate_applied_fn)(void *ctx, const dp_update *u, uint64_t origin
 
 typedef struct dp_gate_held dp_gate_held;
 
+#define DP_GATE_DIGEST_BYTES 32
+
 typedef struct dp_step_gate {
     dp_synth      *synth;        /* borrowed */
     dp_gate_policy policy;
     dp_gate_held  *held;         /* in arrival order */
     size_t         n_held, cap_held;
+    /* optional input digest of the open step (dp_gate_track_input) */
+    int            digest_on;
+    uint8_t        digest_key[32];
+    uint64_t       digest_sum[DP_GATE_DIGEST_BYTES / 8];
 } dp_step_gate;
 
 /* The policy of every existing deployment before the gate had one. */
@@ -109,6 +115,16 @@ int dp_gate_offer_run(dp_step_gate *g, const dp_update *u, size_t n, dp_reject_r
  * updates).  Statuses as dp_synth_close_step, or applied()'s own. */
 int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_fn applied, void *ctx,
                   int *close_due, char *errstr, size_t errstr_size);
+
+/* Keep a digest of the updates used in each step: the sum, lane-wise
+ * mod 2^64, of a keyed BLAKE2b of each used update's canonical fields —
+ * a multiset hash, so the order of a step's updates (which does not
+ * change its release) does not change it either.  Keyed (derive the key
+ * from the noise key) so a stored digest reveals nothing about the input.
+ * Off unless asked for: it costs a hash per update (replay --ledger). */
+void dp_gate_track_input(dp_step_gate *g, const uint8_t key[32]);
+/* The open step's digest so far (all zero before anything was used). */
+void dp_gate_open_digest(const dp_step_gate *g, uint8_t out[DP_GATE_DIGEST_BYTES]);
 
 /* The smallest origin among held updates, or UINT64_MAX if none. */
 uint64_t dp_gate_first_held_origin(const dp_step_gate *g);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# privacy_audit.sh — an auditor's check that nothing a release publishes,
+# and no decision about anybody else's update, depends exactly on one
+# person's data (ALGORITHMS.md §1; issue 12 items 1 and 2).  Neighbouring
+# inputs D / D2 are replayed under many keys by privacy_audit.py, which
+# flags any field that is constant across keys but differs between D and
+# D2, and any difference in the decisions about other people's updates.
+#
+#   1. window, k = 1, T = 3, 22 people: 20 of them send their step-3 report
+#      before the step-2 marker; D2 adds person B's step-2 report.  When a
+#      complete roster closed the step, B's report flipped all 20 between
+#      accepted and FUTURE_STEP, and the manifest's count of imputed people
+#      differed.
+#   2. cumulative over 5 steps, 30 people: D2 changes one person's bits and
+#      drops one of that person's reports (imputed).
+# Usage: bash privacy_audit.sh /path/to/dpstream
+set -euo pipefail
+BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+KEYS=${PRIVACY_AUDIT_KEYS:-24}
+
+python3 - "$WORK" <<'PY'
+import json, random, sys
+work = sys.argv[1]
+def line(stream, step, kind, entity=None, value=None):
+    o = {"stream": stream, "step": step, "kind": kind}
+    if entity is not None:
+        o["entity"] = entity
+        o["value"] = value
+    return json.dumps(o, separators=(",", ":"))
+
+# 1. window: the early step-3 reports
+rng = random.Random(7)
+people = [f"p{i:02d}" for i in range(22)]
+B = "p21"
+val = {(p, t): rng.randrange(2) for p in people for t in (1, 2, 3)}
+val[B, 2] = val[B, 1]   # what carry-forward imputes: D and D2 differ only in whether B reported
+def window_input(with_b):
+    out = [line("w", 1, "REPORT", p, val[p, 1]) for p in people]
+    out.append(line("w", 1, "CLOSE_STEP"))
+    out += [line("w", 2, "REPORT", p, val[p, 2]) for p in people if p != B]
+    if with_b:
+        out.append(line("w", 2, "REPORT", B, val[B, 2]))
+    early = people[:20]
+    out += [line("w", 3, "REPORT", p, val[p, 3]) for p in early]
+    out.append(line("w", 2, "CLOSE_STEP"))
+    out += [line("w", 3, "REPORT", p, val[p, 3]) for p in people if p not in early]
+    out.append(line("w", 3, "CLOSE_STEP"))
+    return out
+for name, with_b in (("w1.jsonl", False), ("w2.jsonl", True)):
+    open(f"{work}/{name}", "w").write("\n".join(window_input(with_b)) + "\n")
+
+# 2. cumulative: one person's bits changed and one report missing
+people = [f"c{i:02d}" for i in range(30)]
+bits = {(p, t): rng.randrange(2) for p in people for t in range(1, 6)}
+def cumul_input(neighbour):
+    out = []
+    for t in range(1, 6):
+        for p in people:
+            b = bits[p, t]
+            if neighbour and p == "c07":
+                if t == 3:
+                    continue          # missing: imputed by carry-forward
+                b = 1 - b
+            out.append(line("c", t, "REPORT", p, b))
+        out.append(line("c", t, "CLOSE_STEP"))
+    return out
+for name, nb in (("c1.jsonl", False), ("c2.jsonl", True)):
+    open(f"{work}/{name}", "w").write("\n".join(cumul_input(nb)) + "\n")
+PY
+
+cat > "$WORK/config.json" <<'JSON'
+{"streams": [
+  {"match": "w", "synthesizer": "window", "config": {"horizon": 3, "k": 1, "categories": 2, "rho": 1}},
+  {"match": "c", "synthesizer": "cumulative", "config": {"horizon": 5, "rho": 1}}
+]}
+JSON
+
+status=0
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/w1.jsonl" "$WORK/w2.jsonl" p21 "$KEYS" "$WORK" \
+    || { echo "FAIL: window neighbours (early reports, one person's step-2 report)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/c1.jsonl" "$WORK/c2.jsonl" c07 "$KEYS" "$WORK" \
+    || { echo "FAIL: cumulative neighbours (one person's bits changed, one report missing)" >&2; status=1; }
+exit $status
