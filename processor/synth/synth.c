@@ -46,6 +46,7 @@ static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_LATE] = "LATE",
     [DP_REJECT_FUTURE_STEP] = "FUTURE_STEP",
     [DP_REJECT_EXHAUSTED] = "EXHAUSTED",
+    [DP_REJECT_KEY_MISMATCH] = "KEY_MISMATCH",
 };
 
 const char *dp_reject_reason_name(dp_reject_reason r)
@@ -67,6 +68,7 @@ const char *dp_reject_reason_text(dp_reject_reason r)
     case DP_REJECT_LATE:             return "step already closed";
     case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
     case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
+    case DP_REJECT_KEY_MISMATCH:     return "Kafka key is not the stream id, or the message is not in that key's partition";
     default:                         return "refused by the synthesizer";
     }
 }
