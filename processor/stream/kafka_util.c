@@ -20,6 +20,17 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
     dp_log(l, "librdkafka %s: %s", fac, buf);
 }
 
+int32_t dp_kafka_key_partition(const char *partitioner, const void *key, size_t key_len, int32_t partition_cnt)
+{
+    /* The _random variants differ from their plain ones only for empty
+     * keys (spread at random), which a stream id never is. */
+    if (strncmp(partitioner, "murmur2", 7) == 0)
+        return rd_kafka_msg_partitioner_murmur2(NULL, key, key_len, partition_cnt, NULL, NULL);
+    if (strncmp(partitioner, "fnv1a", 5) == 0)
+        return rd_kafka_msg_partitioner_fnv1a(NULL, key, key_len, partition_cnt, NULL, NULL);
+    return rd_kafka_msg_partitioner_consistent(NULL, key, key_len, partition_cnt, NULL, NULL);
+}
+
 const char *dp_kafka_bootstrap_env(void)
 {
     const char *bs = getenv("DPSTREAM_BOOTSTRAP_SERVERS");

@@ -22,6 +22,12 @@ rd_kafka_conf_t *dp_kafka_conf_with_defaults(const dp_stream_config *cfg, const 
                                              const char *const defaults[][2], size_t n_defaults,
                                              const char *const kv[][2], size_t n, char *errstr, size_t errstr_size);
 
+/* The partition `partitioner` (dp_stream_partitioner_known) assigns to a
+ * non-empty key among `partition_cnt` partitions — the same function
+ * librdkafka's producers apply, so the processor can check that every
+ * update of a stream sits in its stream id's one partition. */
+int32_t dp_kafka_key_partition(const char *partitioner, const void *key, size_t key_len, int32_t partition_cnt);
+
 /* $DPSTREAM_BOOTSTRAP_SERVERS if set and non-empty, else NULL. */
 const char *dp_kafka_bootstrap_env(void);
 

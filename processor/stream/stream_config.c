@@ -143,8 +143,26 @@ static int load_kafka(dp_stream_config *c, const json_t *kafka, char *errstr, si
         dp_kafka_property *p = &c->kafka[c->n_kafka++];
         if (!(p->name = dup_str(key)) || !(p->value = dup_str(s)))
             return DP_ENOMEM;
+        if (strcmp(key, "partitioner") == 0) {
+            if (!dp_stream_partitioner_known(s))
+                return dp_err(errstr, n, DP_EINVAL,
+                              "kafka.partitioner: \"%s\" does not place a key in one fixed partition (use one of "
+                              "consistent_random, consistent, murmur2_random, murmur2, fnv1a_random, fnv1a: "
+                              "a stream's updates must all land in one partition)", s);
+            c->partitioner = p->value;
+        }
     }
     return DP_OK;
+}
+
+int dp_stream_partitioner_known(const char *name)
+{
+    static const char *const keyed[] = {"consistent_random", "consistent", "murmur2_random", "murmur2",
+                                        "fnv1a_random", "fnv1a"};
+    for (size_t i = 0; i < sizeof keyed / sizeof keyed[0]; i++)
+        if (strcmp(name, keyed[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* "wire": the Kafka wire format (codec.h).  Confluent framing is useless
@@ -359,6 +377,7 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
     }
     if ((rc = load_topics(c, topics, errstr, errstr_size)) != DP_OK)
         goto fail;
+    c->partitioner = DP_STREAM_DEFAULT_PARTITIONER;
     if ((rc = load_kafka(c, kafka, errstr, errstr_size)) != DP_OK)
         goto fail;
     if ((rc = load_wire(c, wire, errstr, errstr_size)) != DP_OK)

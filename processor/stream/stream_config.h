@@ -80,11 +80,22 @@ typedef struct dp_stream_config {
     double             delta;
     dp_codec_framing   framing;                          /* "wire.framing" */
     uint32_t           schema_ids[DP_CODEC_TYPE_COUNT];  /* CONFLUENT only */
+    const char        *partitioner;  /* kafka.partitioner (a keyed one), or "consistent_random";
+                                        points into `kafka` or at a literal */
     dp_stream_route   *routes;     /* in file order */
     size_t             n_routes;
 } dp_stream_config;
 
 #define DP_STREAM_CONFIG_DEFAULT_DELTA 1e-6
+
+/* librdkafka's default partitioner, which dpstream's own producers use
+ * unless the config's "kafka" object sets "partitioner" (Java clients
+ * default to murmur2_random: set that when Java services produce). */
+#define DP_STREAM_DEFAULT_PARTITIONER "consistent_random"
+
+/* 1 if `name` is a librdkafka partitioner that maps a non-empty key to one
+ * fixed partition (the processor checks every update against it). */
+int dp_stream_partitioner_known(const char *name);
 
 /* Parse and validate.  Returns DP_OK, DP_EINVAL (message in errstr), DP_EIO
  * (file) or DP_ENOMEM.  *out is NULL on failure. */

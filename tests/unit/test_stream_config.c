@@ -6,6 +6,7 @@
 
 /* processor/app is built only into the dpstream binary, not a library:
  * compile the module under test into this executable. */
+#include "stream/kafka_util.h"
 #include "stream/stream_config.h"
 #include "core/dp_error.h"
 #include "dptest.h"
@@ -283,7 +284,59 @@ static void test_wire(void)
     }
 }
 
+/* Per-route step policy (synth/step_gate.h) and the partitioner every
+ * stream's updates are checked against. */
+static void test_gate_and_partitioner(void)
+{
+    dp_stream_config *c = load_ok("{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
+                                  "{\"match\":\"b\",\"synthesizer\":\"window\",\"lookahead\":0,"
+                                  "\"close_on_complete_roster\":true,\"config\":" WINDOW_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    const dp_stream_route *a = dp_stream_config_route(c, "a", 1), *b = dp_stream_config_route(c, "b", 1);
+    CU_ASSERT_EQUAL(a->gate.lookahead, dp_gate_policy_default.lookahead);
+    CU_ASSERT_EQUAL(a->gate.close_on_roster, dp_gate_policy_default.close_on_roster);
+    CU_ASSERT_EQUAL(b->gate.lookahead, 0);
+    CU_ASSERT_EQUAL(b->gate.close_on_roster, 1);
+    CU_ASSERT_STRING_EQUAL(c->partitioner, "consistent_random");
+    dp_stream_config_free(c);
+    c = load_ok("{\"kafka\":{\"partitioner\":\"murmur2_random\"}," "\"streams\":[{\"match\":\"a\",\"synthesizer\":"
+                "\"window\",\"config\":" WINDOW_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(c->partitioner, "murmur2_random");
+    dp_stream_config_free(c);
+    static const struct { const char *text, *needle; } BAD[] = {
+        {"{\"kafka\":{\"partitioner\":\"random\"},\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\","
+         "\"config\":" WINDOW_CFG "}]}", "kafka.partitioner"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"lookahead\":2,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].lookahead"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"lookahead\":-1,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].lookahead"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"close_on_complete_roster\":1,"
+         "\"config\":" WINDOW_CFG "}]}", "streams[0].close_on_complete_roster"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        dp_stream_config *bc = (dp_stream_config *)1;
+        char e[1024] = "";
+        int rc = dp_stream_config_parse(&bc, BAD[i].text, strlen(BAD[i].text), e, sizeof e);
+        int ok = rc == DP_EINVAL && bc == NULL && strstr(e, BAD[i].needle) != NULL;
+        CU_ASSERT(ok);
+        if (!ok)
+            fprintf(stderr, "\n  gate case %zu: rc=%d err=\"%s\" (wanted \"%s\")", i, rc, e, BAD[i].needle);
+    }
+    /* Known values of librdkafka's partitioners (CRC32 and murmur2 of the
+     * key, modulo the partition count): the processor must agree with the
+     * producers bit for bit. */
+    CU_ASSERT_EQUAL(dp_kafka_key_partition("consistent_random", "panel", 5, 1000003), (int32_t)(0xa2add30fu % 1000003u));
+    CU_ASSERT_EQUAL(dp_kafka_key_partition("consistent", "panel", 5, 7), (int32_t)(0xa2add30fu % 7u));
+    for (int32_t n = 1; n <= 16; n++) {
+        int32_t m = dp_kafka_key_partition("murmur2_random", "stream-42", 9, n);
+        CU_ASSERT(m >= 0 && m < n);
+        CU_ASSERT_EQUAL(m, dp_kafka_key_partition("murmur2", "stream-42", 9, n));
+    }
+}
+
 static const dptest_case CASES[] = {
+    {"per-route step policy; partitioner choice and key placement", test_gate_and_partitioner},
     {"routing: exact before prefix, first match wins", test_routing},
     {"topic, kafka and delta defaults and overrides", test_defaults},
     {"validation errors name the JSON path", test_validation},
