@@ -1,11 +1,101 @@
-/* processor.h — the Kafka processor behind `dpstream run` (DESIGN.md §1-§3).
+/* processor.h — the Kafka processor behind `dpstream run` (DESIGN.md §1-§3,
+ * §8).  Consumes the updates topic in a consumer group (key = stream id),
+ * routes each stream to its synthesizer (stream_config.h), and for every
+ * closed step commits one Kafka transaction holding the release (record
+ * chunks + manifest), the budget event, the stream's snapshot, the
+ * partition's progress record and the consumer offsets.  The parts:
+ * consume_loop.c, committer.c, snapshot_publish.c, restore.c,
+ * rebalance.c, driven by processor.c (processor_internal.h).
  *
- * Consumes the updates topic in a consumer group (key = stream id), routes
- * each stream to its synthesizer (stream_config.h), and for every closed
- * step commits one Kafka transaction holding the release (record chunks +
- * manifest), the budget event, the stream's snapshot, the partition's
- * progress record and the consumer offsets.  See processor.c for the
- * restore/commit protocol that makes a crash-and-replay exact. */
+ * Per input message (partition p, offset o):
+ *   undecodable            -> dead letter MALFORMED
+ *   no route               -> dead letter UNKNOWN_STREAM
+ *   offset < skip_below    -> skipped: the restored snapshot holds it
+ *   anything else          -> the step gate decides (synth/step_gate.h: use,
+ *                             hold for the next step, ignore a duplicate
+ *                             marker, reject with a reason, close the step),
+ *                             the same module `dpstream replay` calls, so the
+ *                             Kafka path and the offline path release the same
+ *                             bytes for the same input and key
+ *
+ * --- One transaction per closed step ------------------------------------
+ * A close produces, inside one Kafka transaction: the record chunks and the
+ * manifest (synthetic topic, key = stream id), the budget event (budget
+ * topic), the stream's snapshot (state topic, key = stream id; chunks
+ * after the first under derived keys), a progress
+ * record for every partition consumed since the last commit (state topic),
+ * any dead letters of those partitions, and the consumer offsets
+ * (send_offsets_to_transaction with the group metadata).  Dead letters
+ * that arrive while no step closes are committed the same way on a short
+ * timer.  Read-committed consumers therefore see a whole step or nothing.
+ *
+ * --- Several streams share a partition: what offset may be committed ------
+ * Streams of one partition close at different offsets.  Stream S's
+ * snapshot records skip_below(S) = the offset just after the message that
+ * closed its last step; its in-memory state is that snapshot plus the
+ * updates it accepted since, the first of which is at pending(S) (none if
+ * it accepted nothing since).  After a crash everything in memory is lost,
+ * so the committed offset of partition p must let every stream re-read its
+ * un-snapshotted updates:
+ *
+ *     committed(p) = min(position(p), min over streams S of p with pending of pending(S))
+ *
+ * and on (re)assignment each stream of p is restored from its latest
+ * snapshot, p is sought to that committed offset (stored in the progress
+ * record of the same transaction — identical to the group's committed
+ * offset, but read from the state topic together with the snapshots, so
+ * the two can never disagree), and every update of S below skip_below(S)
+ * is skipped because the snapshot already reflects it.  Rejected inputs
+ * change no state; a rejection is re-derived on replay from the same state
+ * and re-published only if its offset is at or above the partition's
+ * committed `position` (its dead letter was not yet committed), so the
+ * dead-letter topic, too, holds each rejection exactly once.
+ *
+ * Replaying from committed(p) re-executes exactly the ingests that were
+ * lost, in log order, from exactly the snapshotted states, so every later
+ * close — and, because noise is drawn from the keyed DRBG by (stream,
+ * step, label), every released byte — is what an uninterrupted run emits.
+ *
+ * --- Step boundaries are log entries (DESIGN.md §2) ----------------------
+ * The idle timeout does not close a step: it appends a CLOSE_STEP marker
+ * for the stream's open step to the stream's input partition (same key),
+ * and the step closes when that marker is consumed, like any marker.
+ * Wall-clock time only decides *when* a marker is appended; what a step
+ * contains is decided by the marker's position in the log.  Duplicate
+ * markers (two timers, a retry, a marker after a roster close) are
+ * ignored.
+ *
+ * --- Failures -------------------------------------------------------------
+ * Any error inside a transaction aborts it and rewinds: the assigned
+ * partitions are restored from the state topic and sought back, exactly as
+ * after a crash.  A fenced producer (a newer instance with the same
+ * transactional.id) is fatal.  Revocation first commits (or, failing that,
+ * aborts) the open transaction and then drops the revoked partitions'
+ * streams.  A restore reads the state topic up to the high watermark seen
+ * when it starts, so it waits for every transaction then open — a crashed
+ * instance's until its successor (same transactional.id) fences it or the
+ * broker's transaction timeout aborts it — and never restores state older
+ * than what is already committed (see read_state_topic).
+ *
+ * --- Snapshots in chunks; wire format -------------------------------------
+ * A snapshot's state is split into Snapshot messages of at most
+ * --snapshot-chunk-bytes state bytes, all in the close's transaction, under
+ * keys that cannot collide with other streams' (state_record.h); a restore
+ * assembles only a complete set that agrees with the stream's chunk 0.
+ * Every message is framed as the config's "wire" section says (plain Avro
+ * or Confluent Schema Registry framing, stream_config.h).
+ *
+ * --- Throughput -----------------------------------------------------------
+ * Messages are taken in poll batches (consume_batch), decoded without
+ * avro-c (codec_update_decode.c), and consecutive plain updates of one
+ * stream are ingested as a run with dp_synth_ingest_batch (run_flush: the
+ * decisions are exactly the per-message ones above).  A step's commit
+ * (flush + EndTxn) runs on a committer thread while consumption goes on
+ * (txn_commit); anything that would produce waits for it first.
+ *
+ * A restore holds in memory the newest state records of the partitions it
+ * restores (all their streams' snapshots at once), not the other
+ * instances'; streaming the restore stream by stream is not implemented. */
 #ifndef DP_STREAM_PROCESSOR_H
 #define DP_STREAM_PROCESSOR_H
 

@@ -1,0 +1,355 @@
+/* consume_loop.c — what the processor does with each input message, in
+ * log order (the decisions of processor.h's table): decode, route, skip
+ * what a restored snapshot already holds, dead-letter rejections, ingest
+ * (runs of one stream's plain updates as one batch), close steps, and
+ * append CLOSE_STEP markers after an idle timeout.
+ *
+ * Owns: streams (creates them), the per-stream offsets skip_below and
+ * pending, each partition's position and dirty flag, the poll batch and the
+ * run being collected, the idle-marker bookkeeping, and the progress
+ * counters n_msgs, n_steps, n_dlq, n_markers.  Calls: synth (ingest,
+ * close), snapshot_publish (the release and the snapshot), committer
+ * (transactions, produce). */
+#include "stream/consume_loop.h"
+
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/dp_error.h"
+#include "stream/log.h"
+#include "stream/processor_internal.h"
+#include "stream/committer.h"
+#include "stream/snapshot_publish.h"
+
+/* --- dead letters ---------------------------------------------------------------- */
+
+/* A rejection to the dead-letter topic.  `always`: publish even below
+ * dlq_below — for held updates judged at a close, whose dead letter is
+ * part of that close's transaction and so was never published if the
+ * close is being re-executed (see processor.h). */
+static int dead_letter_at(proc *p, int32_t partition, int64_t offset, const void *key, size_t key_len,
+                          const void *raw, size_t raw_len, dp_reject_reason reason, const char *text, int always)
+{
+    ps_partition *pp = &p->parts[partition];
+    if (!always && offset < pp->dlq_below)
+        return DP_OK;   /* already published before a restart (see processor.h) */
+    int rc = ps_txn_begin(p);
+    if (rc != DP_OK)
+        return rc;
+    dp_codec_dead_letter d = {.topic = p->cfg->topic_updates,
+                              .partition = partition,
+                              .offset = offset,
+                              .key = key,
+                              .key_len = key_len,
+                              .reason = reason,
+                              .text = text,
+                              .raw = raw,
+                              .raw_len = raw_len};
+    p->enc.len = 0;
+    char err[256];
+    if ((rc = dp_codec_encode_dead_letter_buf(p->codec, &d, &p->enc, err, sizeof err)) != DP_OK) {
+        dp_log(DP_LOG_ERROR, "cannot encode a dead letter: %s", err);
+        return rc;
+    }
+    rc = ps_produce(p, p->producer, p->cfg->topic_dead_letter, RD_KAFKA_PARTITION_UA,
+                    dp_codec_type_name(DP_CODEC_DEAD_LETTER), key, key_len, p->enc.data, p->enc.len);
+    if (rc == DP_OK)
+        p->n_dlq++;
+    dp_log(DP_LOG_DEBUG, "dead letter %s at %s[%" PRId32 "]@%" PRId64 ": %s", dp_reject_reason_name(reason),
+           p->cfg->topic_updates, partition, offset, text);
+    return rc;
+}
+
+static int dead_letter(proc *p, const rd_kafka_message_t *m, dp_reject_reason reason, const char *text)
+{
+    return dead_letter_at(p, m->partition, m->offset, m->key, m->key_len, m->payload, m->len, reason, text, 0);
+}
+
+/* --- closing a step --------------------------------------------------------------- */
+
+/* A held update judged by the close that opened its step (step_gate.h). */
+static int held_applied(void *ctx, const dp_update *u, uint64_t origin, const uint8_t *raw, size_t raw_len,
+                        dp_reject_reason reason)
+{
+    proc *p = ctx;
+    if (reason == DP_REJECT_NONE)
+        return DP_OK;
+    return dead_letter_at(p, p->closing->partition, (int64_t)origin, u->stream_id, u->stream_id_len, raw, raw_len,
+                          reason, dp_reject_reason_text(reason), 1);
+}
+
+/* Close s's open step (and the next ones while the gate asks for it: held
+ * updates can complete a roster); the message at `offset` triggered it. */
+static int close_step(proc *p, ps_stream *s, int64_t offset)
+{
+    int again = 1;
+    while (again) {
+        int rc = ps_txn_begin(p);
+        if (rc != DP_OK)
+            return rc;
+        dp_release_sink sink = ps_release_begin(p, s);
+        char err[512];
+        err[0] = '\0';
+        rc = dp_gate_close(&s->gate, &sink, held_applied, p, &again, err, sizeof err);
+        if (rc != DP_OK) {
+            dp_log(DP_LOG_ERROR, "closing step %" PRIu64 " of stream '%s' failed: %s", p->closing_step, s->id,
+                   err[0] ? err : dp_status_str(rc));
+            ps_release_end(p);
+            ps_txn_abort(p);
+            return rc;
+        }
+        /* Everything held was for the step that just opened (lookahead <= 1)
+         * and is now in the state the snapshot records. */
+        s->skip_below = offset + 1;
+        s->pending = NO_OFFSET;
+        s->marker_step = 0;
+        if ((rc = ps_write_snapshot(p, s)) != DP_OK) {
+            ps_release_end(p);
+            ps_txn_abort(p);
+            return rc;
+        }
+        ps_release_end(p);
+        if ((rc = ps_txn_commit(p, 0)) != DP_OK)
+            return rc;
+        p->n_steps++;
+        dp_log(DP_LOG_DEBUG, "released step %" PRIu64 " of stream '%s'", p->closing_step, s->id);
+    }
+    return DP_OK;
+}
+
+/* --- input messages ------------------------------------------------------------- */
+
+/* Mark m's partition as consumed up to m.  Called only when m is about to
+ * be acted on: a commit inside an earlier message's close must not cover
+ * a message that was fetched but not yet handled. */
+static void consumed(proc *p, const rd_kafka_message_t *m)
+{
+    ps_partition *pp = &p->parts[m->partition];
+    pp->position = m->offset + 1;
+    pp->dirty = 1;
+}
+
+static int accepted(proc *p, ps_stream *s, int64_t offset)
+{
+    if (s->pending == NO_OFFSET)
+        s->pending = offset;
+    s->last_accept_ms = p->now;
+    return DP_OK;
+}
+
+/* Everything the header comment lists for one decoded message (its
+ * partition is assigned and already marked consumed). */
+static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *u)
+{
+    char msg[384];
+    int rc;
+    dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
+    ps_stream *s = slot ? slot->value : NULL;
+    if (!s) {
+        const dp_stream_route *route = dp_stream_config_route(p->cfg, u->stream_id, u->stream_id_len);
+        if (!route)
+            return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
+        if (!(s = ps_stream_new(p, u->stream_id, u->stream_id_len, route, m->partition)))
+            return DP_ENOMEM;
+        dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
+        char err[512];
+        err[0] = '\0';
+        rc = dp_synth_create(&s->synth, route->synthesizer, route->config, &env, err, sizeof err);
+        if (rc != DP_OK) {
+            ps_stream_free(s);
+            ps_set_fatal(p, "cannot create a synthesizer: %s", err[0] ? err : dp_status_str(rc));
+            return rc;
+        }
+        dp_gate_init(&s->gate, s->synth, &route->gate);
+        if (!(slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len))) {
+            ps_stream_free(s);
+            return DP_ENOMEM;
+        }
+        slot->value = s;
+    }
+    if (s->partition != m->partition) {
+        /* A stream's updates must all live in one partition (key = stream
+         * id); one that does not is refused rather than split across owners. */
+        snprintf(msg, sizeof msg, "stream's updates arrive in partition %" PRId32 " but this one is in %" PRId32,
+                 s->partition, m->partition);
+        return dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+    }
+    if (m->offset < s->skip_below)
+        return DP_OK;   /* reflected in the restored snapshot */
+    dp_gate_verdict v;
+    if ((rc = dp_gate_offer(&s->gate, u, (uint64_t)m->offset, m->payload, m->len, &v)) != DP_OK)
+        return rc;
+    switch (v.action) {
+    case DP_GATE_IGNORED:
+        return DP_OK;   /* duplicate marker: harmless */
+    case DP_GATE_REJECTED:
+        return dead_letter(p, m, v.reason, v.text);
+    case DP_GATE_CLOSE:
+        return close_step(p, s, m->offset);
+    case DP_GATE_BUFFERED:
+        return accepted(p, s, m->offset);
+    case DP_GATE_USED:
+        accepted(p, s, m->offset);
+        return v.close_after ? close_step(p, s, m->offset) : DP_OK;
+    }
+    return DP_ESTATE;
+}
+
+/* --- runs: consecutive plain updates of one stream, ingested as a batch ----------
+ *
+ * A poll batch is mostly REPORTs of one stream for its open step.  Such a
+ * message passes every check of handle_update without side effects up to
+ * the gate, and those checks read only state that nothing but a close
+ * changes (the open step, exhaustion, skip_below).  So consecutive ones are
+ * collected into a run and offered with dp_gate_offer_run, which decides
+ * them exactly as that many dp_gate_offer calls would, up to a close the
+ * run itself triggers (a completed roster, when the route asks for that):
+ * the run is cut there, the step closes, and the updates after the cut are
+ * handled again one by one against the new open step (they changed
+ * nothing: a rejected update changes no state, synth.h).  Anything else —
+ * another stream, a marker, a message that fails a check — ends the run
+ * first, so side effects keep log order. */
+
+/* The stream m would be ingested into by the plain path, or NULL. */
+static ps_stream *run_candidate(proc *p, const rd_kafka_message_t *m, const dp_update *u)
+{
+    if (u->kind == DP_UPDATE_CLOSE_STEP)
+        return NULL;
+    ps_stream *s = p->run_s;
+    if (!s || s->id_len != u->stream_id_len || memcmp(s->id, u->stream_id, s->id_len) != 0) {
+        dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
+        s = slot ? slot->value : NULL;
+    }
+    if (!s || s->partition != m->partition || m->offset < s->skip_below || !dp_gate_run_eligible(&s->gate, u))
+        return NULL;
+    return s;
+}
+
+static int run_flush(proc *p)
+{
+    size_t n = p->run_n;
+    ps_stream *s = p->run_s;
+    p->run_n = 0;
+    p->run_s = NULL;
+    if (n == 0)
+        return DP_OK;
+    rd_kafka_message_t **m = p->batch + p->run_first;
+    const dp_update *u = p->batch_upd + p->run_first;
+    dp_reject_reason *reason = p->batch_reason + p->run_first;
+    size_t cut;
+    int complete;
+    int rc = dp_gate_offer_run(&s->gate, u, n, reason, &cut, &complete);
+    if (rc != DP_OK)
+        return rc;
+    for (size_t i = 0; i < cut && rc == DP_OK; i++) {
+        consumed(p, m[i]);
+        rc = reason[i] != DP_REJECT_NONE ? dead_letter(p, m[i], reason[i], dp_reject_reason_text(reason[i]))
+                                         : accepted(p, s, m[i]->offset);
+    }
+    if (rc == DP_OK && complete)
+        rc = close_step(p, s, m[cut - 1]->offset);
+    for (size_t i = cut; i < n && rc == DP_OK; i++) {
+        consumed(p, m[i]);
+        rc = handle_update(p, m[i], &u[i]);
+    }
+    return rc;
+}
+
+/* Handle p->batch[0..n) in log order. */
+int ps_handle_batch(proc *p, size_t n)
+{
+    int rc = DP_OK;
+    char msg[384];
+    for (size_t i = 0; i < n && rc == DP_OK && !p->fatal; i++) {
+        rd_kafka_message_t *m = p->batch[i];
+        /* The fetcher thread wrote these messages; the first touch of each
+         * would otherwise stall on memory (perf: most of the decode time). */
+        if (i + 2 * PREFETCH_AHEAD < n)
+            __builtin_prefetch(p->batch[i + 2 * PREFETCH_AHEAD]);
+        if (i + PREFETCH_AHEAD < n)
+            __builtin_prefetch(p->batch[i + PREFETCH_AHEAD]->payload);
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                dp_log(m->err == RD_KAFKA_RESP_ERR__FATAL ? DP_LOG_ERROR : DP_LOG_WARN, "consumer: %s",
+                       rd_kafka_message_errstr(m));
+                if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+                    ps_set_fatal(p, "fatal consumer error: %s", rd_kafka_message_errstr(m));
+            }
+            continue;
+        }
+        ps_partition *pp = ps_part_get(p, m->partition);
+        if (!pp) {
+            rc = DP_ENOMEM;
+            break;
+        }
+        if (!pp->assigned)
+            continue;   /* stale message of a revoked partition */
+        p->n_msgs++;
+        dp_update *u = &p->batch_upd[i];
+        int dr = dp_codec_decode_update_into(p->codec, m->payload, m->len, u, &p->batch_store[i], msg,
+                                             sizeof msg);
+        if (dr == DP_ENOMEM) {
+            rc = dr;
+            break;
+        }
+        ps_stream *s = dr == DP_OK ? run_candidate(p, m, u) : NULL;
+        if (s) {
+            if (s != p->run_s || p->run_first + p->run_n != i) {
+                if ((rc = run_flush(p)) != DP_OK)
+                    break;
+                p->run_s = s;
+                p->run_first = i;
+            }
+            p->run_n++;
+            continue;
+        }
+        if ((rc = run_flush(p)) != DP_OK)
+            break;
+        consumed(p, m);
+        rc = dr == DP_OK ? handle_update(p, m, u) : dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+    }
+    if (rc == DP_OK && !p->fatal)
+        rc = run_flush(p);
+    p->run_n = 0;
+    p->run_s = NULL;
+    return rc;
+}
+
+/* --- idle timeout: append CLOSE_STEP markers ---------------------------------------- */
+
+void ps_idle_markers(proc *p)
+{
+    if (p->o->idle_timeout_ms <= 0)
+        return;
+    int64_t now = ps_now_ms();
+    for (size_t i = 0; i < p->streams.cap; i++) {
+        ps_stream *s = dp_bytes_map_at(&p->streams, i);
+        if (!s || s->pending == NO_OFFSET || dp_synth_exhausted(s->synth))
+            continue;
+        uint64_t open = dp_synth_open_step(s->synth);
+        if (now - s->last_accept_ms < p->o->idle_timeout_ms)
+            continue;
+        if (s->marker_step == open && now - s->marker_ms < p->o->idle_timeout_ms)
+            continue;   /* appended recently; wait for it to come back */
+        dp_update mk = {.stream_id = s->id, .stream_id_len = s->id_len, .step = open,
+                        .kind = DP_UPDATE_CLOSE_STEP};
+        p->enc.len = 0;
+        char err[256];
+        if (dp_codec_encode_update_buf(p->codec, &mk, &p->enc, err, sizeof err) != DP_OK ||
+            ps_produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, dp_codec_type_name(DP_CODEC_UPDATE),
+                    s->id, s->id_len, p->enc.data, p->enc.len) != DP_OK) {
+            dp_log(DP_LOG_WARN, "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
+            continue;
+        }
+        s->marker_step = open;
+        s->marker_ms = now;
+        p->n_markers++;
+        dp_log(DP_LOG_INFO, "stream '%s' idle for %" PRId64 " ms: appended CLOSE_STEP for step %" PRIu64,
+               s->id, now - s->last_accept_ms, open);
+    }
+    rd_kafka_poll(p->marker_producer, 0);
+}

@@ -1,0 +1,390 @@
+/* restore.c — rebuild the streams of newly assigned partitions from the
+ * compacted state topic: read it (read_committed) to the high watermark
+ * seen at the start, so a predecessor's open transaction is waited for and
+ * never read; keep the newest record per key of the partitions being
+ * restored; assemble chunked snapshots; restore each stream's synthesizer
+ * and its skip_below; and say where each partition resumes (its progress
+ * record's offset).
+ *
+ * Owns: nothing after it returns but what it creates — the restored
+ * streams, and each assigned partition's resume and dlq_below.  Calls:
+ * state_record (decode, chunk keys), synth (restore), librdkafka (a
+ * separate reader and a watermark client). */
+#include "stream/restore.h"
+
+#include <sodium.h>
+#include <time.h>
+
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/dp_error.h"
+#include "stream/log.h"
+#include "stream/processor_internal.h"
+#include "stream/kafka_util.h"
+#include "stream/state_record.h"
+
+typedef struct restore_val {
+    uint8_t *data;
+    size_t   len;
+} restore_val;
+
+static void free_restore_val(void *v, void *ctx) { (void)ctx; if (v) { free(((restore_val *)v)->data); free(v); } }
+static int keep_none(void *v, void *ctx) { (void)v; (void)ctx; return 0; }
+
+/* One retry of a transient restore error: wait a little unless the
+ * deadline passed or a stop was requested. */
+static int restore_wait(proc *p, int64_t deadline, const char *what, rd_kafka_resp_err_t why)
+{
+    if (*p->o->stop)
+        return DP_ECANCELED;
+    if (ps_now_ms() >= deadline) {
+        dp_log(DP_LOG_ERROR, "cannot read %s state topic %s: %s", what, p->cfg->topic_state, rd_kafka_err2str(why));
+        return DP_EIO;
+    }
+    dp_log(DP_LOG_DEBUG, "restore: %s %s: %s; retrying", what, p->cfg->topic_state, rd_kafka_err2str(why));
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    return DP_OK;
+}
+
+/* 1 if the record belongs to a partition of `l` (the updates topic's
+ * partitions being restored).  Records that cannot be read are kept, so
+ * that ps_restore_partitions refuses them as before. */
+static int state_record_wanted(proc *p, const rd_kafka_message_t *m, const rd_kafka_topic_partition_list_t *l)
+{
+    const char *topic;
+    size_t topic_len;
+    int32_t part;
+    if (dp_state_owner(p->codec, m->payload, m->len, &topic, &topic_len, &part) != DP_OK)
+        return 1;
+    if (topic_len != strlen(p->cfg->topic_updates) || memcmp(topic, p->cfg->topic_updates, topic_len) != 0)
+        return 0;
+    for (int i = 0; i < l->cnt; i++)
+        if (l->elems[i].partition == part)
+            return 1;
+    return 0;
+}
+
+/* Read the state topic to its end (read_committed: up to the last stable
+ * offset, so a predecessor's open transaction is waited for, never read)
+ * and keep the newest value per key of the records that belong to the
+ * partitions in `l` (the other instances' streams are not held in memory;
+ * a newer record of another partition under a key still forgets the older
+ * one, so "newest per key" holds). */
+static int read_state_topic(proc *p, dp_bytes_map *latest, const rd_kafka_topic_partition_list_t *l_assigned)
+{
+    char err[512];
+    const char *const fixed[][2] = {{"group.id", "dpstream-state-reader"},
+                                    {"isolation.level", "read_committed"},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.partition.eof", "true"},
+                                    {"auto.offset.reset", "earliest"}};
+    rd_kafka_conf_t *conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, fixed, 5, err, sizeof err);
+    if (!conf) {
+        ps_set_fatal(p, "state reader: %s", err);
+        return DP_EINVAL;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!rk) {
+        ps_set_fatal(p, "state reader: %s", err);
+        return DP_EIO;
+    }
+    int rc = DP_OK;
+    const struct rd_kafka_metadata *md = NULL;
+    /* Right after the topic is created (or while a broker fails over) its
+     * metadata and leaders are briefly missing: retry those errors until the
+     * usual timeout rather than give up the assignment. */
+    int64_t deadline = ps_now_ms() + KAFKA_TIMEOUT_MS;
+    for (;;) {
+        rd_kafka_topic_t *t = rd_kafka_topic_new(rk, p->cfg->topic_state, NULL);
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_TIMEOUT_MS);
+        rd_kafka_topic_destroy(t);
+        if (!e && md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt > 0)
+            break;
+        rd_kafka_resp_err_t why = e ? e : md->topics[0].err;
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        md = NULL;
+        if ((rc = restore_wait(p, deadline, "metadata of", why)) != DP_OK)
+            goto out;
+    }
+    int np = md->topics[0].partition_cnt;
+    /* "The end" is the high watermark *now*, not the first EOF: under
+     * read_committed an EOF comes at the last stable offset, and a failed
+     * instance's still-open transaction holds that back while committed
+     * snapshots of other instances sit behind it.  Stopping there would
+     * restore stale state and release steps twice.  So wait until every
+     * transaction open at this moment is resolved (committed, or aborted
+     * when the broker's transaction timeout expires or its successor
+     * fences it): each partition is done at an EOF at or past the high
+     * watermark read here. */
+    int64_t *hw = calloc((size_t)np, sizeof *hw);
+    int *done = calloc((size_t)np, sizeof *done);
+    int n_done = 0;
+    if (!hw || !done) {
+        free(hw);
+        free(done);
+        rc = DP_ENOMEM;
+        goto out;
+    }
+    /* The high watermark must come from a read_uncommitted client: for a
+     * read_committed one, ListOffsets answers the last stable offset. */
+    const char *const hw_kv[][2] = {{"group.id", "dpstream-state-watermarks"},
+                                    {"isolation.level", "read_uncommitted"},
+                                    {"enable.auto.commit", "false"}};
+    rd_kafka_conf_t *hw_conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, hw_kv, 3, err, sizeof err);
+    rd_kafka_t *hw_rk = hw_conf ? rd_kafka_new(RD_KAFKA_CONSUMER, hw_conf, err, sizeof err) : NULL;
+    if (!hw_rk) {
+        dp_log(DP_LOG_ERROR, "state topic watermarks: %s", err);
+        free(hw);
+        free(done);
+        rc = DP_EIO;
+        goto out;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
+    for (int i = 0; i < np && rc == DP_OK; i++) {
+        int32_t pid = md->topics[0].partitions[i].id;
+        if (pid < 0 || pid >= np) {
+            dp_log(DP_LOG_ERROR, "state topic %s: unexpected partition id %" PRId32, p->cfg->topic_state, pid);
+            rc = DP_EIO;
+            break;
+        }
+        for (;;) {
+            int64_t lo = 0;
+            rd_kafka_resp_err_t we =
+                rd_kafka_query_watermark_offsets(hw_rk, p->cfg->topic_state, pid, &lo, &hw[pid], KAFKA_TIMEOUT_MS);
+            if (!we || (rc = restore_wait(p, deadline, "watermarks of", we)) != DP_OK)
+                break;
+        }
+        rd_kafka_topic_partition_list_add(l, p->cfg->topic_state, pid)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_destroy(hw_rk);
+    if (rc == DP_OK)
+        rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    for (int i = 0; i < np; i++)
+        dp_log(DP_LOG_DEBUG, "restore: reading %s[%d] up to offset %" PRId64, p->cfg->topic_state, i, hw[i]);
+    uint64_t n = 0;
+    int64_t started = ps_now_ms(), last_note = started;
+    while (rc == DP_OK && n_done < np) {
+        if (*p->o->stop) {
+            rc = DP_ECANCELED;
+            break;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        int64_t now = ps_now_ms();
+        if (now - last_note >= 10000) {
+            dp_log(DP_LOG_INFO, "restore: waiting for a transaction still open on %s (a failed instance's; "
+                                "it ends at the broker's transaction timeout)", p->cfg->topic_state);
+            last_note = now;
+        }
+        if (!m) {
+            if (now - started > 20 * KAFKA_TIMEOUT_MS) {
+                dp_log(DP_LOG_ERROR, "timed out reading the state topic %s", p->cfg->topic_state);
+                rc = DP_EIO;
+            }
+            continue;
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            if (m->partition >= 0 && m->partition < np && !done[m->partition] && m->offset >= hw[m->partition]) {
+                done[m->partition] = 1;
+                n_done++;
+            }
+        } else if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+            dp_log(DP_LOG_ERROR, "reading state topic: %s", rd_kafka_message_errstr(m));
+            rc = DP_EIO;
+        } else if (m->err) {
+            /* librdkafka reports and recovers from transient fetch errors
+             * itself; the overall timeout above bounds a persistent one. */
+            dp_log(DP_LOG_WARN, "reading state topic: %s", rd_kafka_message_errstr(m));
+        } else if (m->key && m->payload && !state_record_wanted(p, m, l_assigned)) {
+            dp_bytes_map_slot *s = dp_bytes_map_find(latest, m->key, m->key_len);
+            if (s) {   /* superseded by a record we do not restore */
+                free_restore_val(s->value, NULL);
+                s->value = NULL;
+            }
+            n++;
+        } else if (m->key) {
+            dp_bytes_map_slot *s = dp_bytes_map_upsert(latest, m->key, m->key_len);
+            if (!s) {
+                rc = DP_ENOMEM;
+            } else {
+                free_restore_val(s->value, NULL);
+                s->value = NULL;
+                if (m->payload) {   /* NULL payload = tombstone */
+                    restore_val *v = malloc(sizeof *v);
+                    if (!v || !(v->data = malloc(m->len ? m->len : 1))) {
+                        free(v);
+                        rc = DP_ENOMEM;
+                    } else {
+                        memcpy(v->data, m->payload, m->len);
+                        v->len = m->len;
+                        s->value = v;
+                    }
+                }
+                n++;
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    free(hw);
+    free(done);
+    dp_log(DP_LOG_DEBUG, "read %" PRIu64 " state records (%zu keys)", n, latest->count);
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* Decode the state record under `key`; a snapshot of several chunks is
+ * assembled from the values under its chunk keys (state_record.h; stale
+ * chunks of an older snapshot under those keys are ignored there). */
+static int restore_decode(proc *p, const dp_bytes_map *latest, const char *key, size_t key_len,
+                          const restore_val *v, dp_state_record *r, dp_buf *scratch, char *err, size_t errn)
+{
+    dp_state_chunk_info info;
+    if (dp_state_chunk_peek(p->codec, v->data, v->len, &info) != DP_OK || info.chunk_count <= 1)
+        return dp_state_decode(p->codec, v->data, v->len, p->o->state_key, r, scratch, err, errn);
+    /* at most one piece per key present: a corrupt count cannot make this huge */
+    size_t cap = info.chunk_count < latest->count ? info.chunk_count : latest->count;
+    dp_state_piece *pieces = malloc((cap ? cap : 1) * sizeof *pieces);
+    dp_buf ck;
+    dp_buf_init(&ck);
+    if (!pieces) {
+        snprintf(err, errn, "out of memory");
+        return DP_ENOMEM;
+    }
+    size_t n = 0;
+    pieces[n++] = (dp_state_piece){.data = v->data, .len = v->len};
+    int rc = DP_OK;
+    for (uint32_t i = 1; i < info.chunk_count && rc == DP_OK; i++) {
+        if ((rc = dp_state_snapshot_key(key, key_len, i, &ck)) != DP_OK)
+            break;
+        dp_bytes_map_slot *s = dp_bytes_map_find(latest, ck.data, ck.len);
+        const restore_val *cv = s ? s->value : NULL;
+        if (cv && n < cap)
+            pieces[n++] = (dp_state_piece){.data = cv->data, .len = cv->len};
+    }
+    if (rc == DP_OK)
+        rc = dp_state_decode_chunks(p->codec, pieces, n, p->o->state_key, r, scratch, err, errn);
+    else
+        snprintf(err, errn, "out of memory");
+    dp_buf_free(&ck);
+    free(pieces);
+    return rc;
+}
+
+/* Restore the streams of the partitions in `l` (marked assigned) and set
+ * each element's offset to where consumption must resume. */
+int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
+{
+    for (int i = 0; i < l->cnt; i++) {
+        ps_partition *pp = ps_part_get(p, l->elems[i].partition);
+        if (!pp)
+            return DP_ENOMEM;
+        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
+        l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    dp_bytes_map latest;
+    dp_bytes_map_init(&latest);
+    int rc = read_state_topic(p, &latest, l);
+    dp_buf scratch;
+    dp_buf_init(&scratch);
+    size_t topic_len = strlen(p->cfg->topic_updates);
+    int64_t *resume = calloc((size_t)l->cnt, sizeof *resume);
+    if (!resume)
+        rc = DP_ENOMEM;
+    for (int i = 0; i < l->cnt && resume; i++)
+        resume[i] = NO_OFFSET;
+    uint64_t restored = 0;
+    for (size_t k = 0; rc == DP_OK && k < latest.cap; k++) {
+        restore_val *v = latest.slots[k].key ? latest.slots[k].value : NULL;
+        if (!v || dp_state_key_is_chunk(latest.slots[k].key, latest.slots[k].key_len))
+            continue;   /* chunks i > 0 are gathered through their chunk 0 */
+        dp_state_record r;
+        char err[512];
+        rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, err,
+                            sizeof err);
+        if (rc != DP_OK) {
+            ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
+            break;
+        }
+        if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
+            continue;
+        int idx = -1;
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].partition == r.partition)
+                idx = i;
+        if (idx < 0)
+            continue;
+        if (r.kind == DP_STATE_PROGRESS) {
+            p->parts[r.partition].dlq_below = r.position;
+            if (resume[idx] == NO_OFFSET || r.resume < resume[idx])
+                resume[idx] = r.resume;
+            continue;
+        }
+        const dp_stream_route *route = dp_stream_config_route(p->cfg, r.stream_id, r.stream_id_len);
+        if (!route || strcmp(route->synthesizer, r.synthesizer) != 0) {
+            ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
+                         "synthesizer; refusing to start it afresh (that would spend its budget twice)",
+                      r.stream_id);
+            rc = DP_EINVAL;
+            break;
+        }
+        ps_stream *s = ps_stream_new(p, r.stream_id, r.stream_id_len, route, r.partition);
+        if (!s) {
+            rc = DP_ENOMEM;
+            break;
+        }
+        dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
+        err[0] = '\0';
+        rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r.state, r.state_len, err,
+                              sizeof err);
+        if (rc != DP_OK) {
+            ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
+            ps_stream_free(s);
+            break;
+        }
+        dp_gate_init(&s->gate, s->synth, &route->gate);
+        s->skip_below = r.skip_below;
+        dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+        if (!slot) {
+            ps_stream_free(s);
+            rc = DP_ENOMEM;
+            break;
+        }
+        ps_stream_free(slot->value);
+        slot->value = s;
+        restored++;
+    }
+    if (rc == DP_OK) {
+        for (int i = 0; i < l->cnt; i++) {
+            /* Without a progress record nothing of this partition was ever
+             * committed: start at the beginning (restored streams still skip
+             * what their snapshots cover). */
+            l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
+            p->parts[l->elems[i].partition].resume = l->elems[i].offset;
+            if (resume[i] == NO_OFFSET)
+                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
+                       p->cfg->topic_updates, l->elems[i].partition);
+            else
+                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
+                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
+        }
+        dp_log(DP_LOG_INFO, "restored %" PRIu64 " stream(s) from %s", restored, p->cfg->topic_state);
+    }
+    free(resume);
+    if (scratch.data)
+        sodium_memzero(scratch.data, scratch.cap);
+    dp_buf_free(&scratch);
+    dp_bytes_map_filter(&latest, keep_none, free_restore_val, NULL);
+    dp_bytes_map_free(&latest);
+    return rc;
+}

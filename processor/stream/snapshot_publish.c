@@ -1,0 +1,224 @@
+/* snapshot_publish.c — what a step close writes into its transaction:
+ * the release (record chunks of at most --chunk-records records, then the
+ * manifest with the chunk count and BLAKE2b checksum) and the budget event,
+ * through the synthesizer's release sink, and the stream's snapshot in
+ * chunks of at most --snapshot-chunk-bytes (state_record.h: keys; sealed
+ * when a state key is set).
+ *
+ * Owns: closing, closing_step, chunk_index, chunk, cksum (the release
+ * being written), and uses enc as scratch.  Calls: the codec, state_record,
+ * committer (ps_produce). */
+#include "stream/snapshot_publish.h"
+
+#include <sodium.h>
+
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "core/dp_error.h"
+#include "stream/log.h"
+#include "stream/processor_internal.h"
+#include "stream/committer.h"
+#include "stream/state_record.h"
+
+static int chunk_flush(proc *p)
+{
+    ps_chunk *c = &p->chunk;
+    if (c->n == 0)
+        return DP_OK;
+    p->enc.len = 0;
+    dp_codec_chunk wc = {.stream_id = p->closing->id, .stream_id_len = p->closing->id_len,
+                         .step = p->closing_step, .chunk_index = p->chunk_index, .records = c->recs,
+                         .n_records = c->n};
+    char err[256];
+    int rc = dp_codec_encode_chunk_hashed(p->codec, &wc, &p->enc, &p->cksum, err, sizeof err);
+    if (rc != DP_OK)
+        dp_log(DP_LOG_ERROR, "cannot encode a release chunk: %s", err);
+    else
+        rc = ps_produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA,
+                     dp_codec_type_name(DP_CODEC_SYNTHETIC_RECORD), p->closing->id, p->closing->id_len,
+                     p->enc.data, p->enc.len);
+    p->chunk_index++;
+    c->n = c->rows_n = c->pts_n = 0;
+    return rc;
+}
+
+static int grow_to(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return DP_OK;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *a = realloc(*arr, n * elem);
+    if (!a)
+        return DP_ENOMEM;
+    *arr = a;
+    *cap = n;
+    return DP_OK;
+}
+
+/* Payloads are borrowed only for the callback, so they are copied; the
+ * arrays may move while growing, so records keep indices and get their
+ * pointers when the chunk is encoded. */
+static void chunk_fix_pointers(ps_chunk *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->recs[i].value.row_len)
+            c->recs[i].value.row = c->rows + c->row_at[i];
+        if (c->recs[i].value.point_len)
+            c->recs[i].value.point = c->pts + c->pt_at[i];
+    }
+}
+
+static int sink_record(void *ctx, const dp_synth_record *r)
+{
+    proc *p = ctx;
+    ps_chunk *c = &p->chunk;
+    size_t at_cap = c->at_cap;
+    if (grow_to((void **)&c->recs, &c->cap, c->n + 1, sizeof *c->recs) != DP_OK ||
+        grow_to((void **)&c->row_at, &at_cap, c->n + 1, sizeof *c->row_at) != DP_OK ||
+        grow_to((void **)&c->pt_at, &c->at_cap, c->n + 1, sizeof *c->pt_at) != DP_OK ||
+        grow_to((void **)&c->rows, &c->rows_cap, c->rows_n + r->value.row_len, sizeof *c->rows) != DP_OK ||
+        grow_to((void **)&c->pts, &c->pts_cap, c->pts_n + r->value.point_len, sizeof *c->pts) != DP_OK)
+        return DP_ENOMEM;
+    size_t i = c->n++;
+    c->recs[i] = *r;
+    c->recs[i].value.row = NULL;
+    c->recs[i].value.point = NULL;
+    c->row_at[i] = c->rows_n;
+    c->pt_at[i] = c->pts_n;
+    if (r->value.row_len) {
+        memcpy(c->rows + c->rows_n, r->value.row, r->value.row_len * sizeof *c->rows);
+        c->rows_n += r->value.row_len;
+    }
+    if (r->value.point_len) {
+        memcpy(c->pts + c->pts_n, r->value.point, r->value.point_len * sizeof *c->pts);
+        c->pts_n += r->value.point_len;
+    }
+    if (c->n >= p->o->chunk_records) {
+        chunk_fix_pointers(c);
+        return chunk_flush(p);
+    }
+    return DP_OK;
+}
+
+static int sink_manifest(void *ctx, const dp_release_manifest *m)
+{
+    proc *p = ctx;
+    chunk_fix_pointers(&p->chunk);
+    int rc = chunk_flush(p);
+    if (rc != DP_OK)
+        return rc;
+    dp_codec_manifest cm = {.m = *m, .chunk_count = p->chunk_index};
+    dp_codec_checksum_final(&p->cksum, cm.checksum);
+    p->enc.len = 0;
+    char err[256];
+    if ((rc = dp_codec_encode_manifest_buf(p->codec, &cm, &p->enc, err, sizeof err)) != DP_OK) {
+        dp_log(DP_LOG_ERROR, "cannot encode a release manifest: %s", err);
+        return rc;
+    }
+    return ps_produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA,
+                   dp_codec_type_name(DP_CODEC_RELEASE_MANIFEST), p->closing->id, p->closing->id_len,
+                   p->enc.data, p->enc.len);
+}
+
+static int sink_budget(void *ctx, const dp_budget_event *e)
+{
+    proc *p = ctx;
+    p->enc.len = 0;
+    char err[256];
+    int rc = dp_codec_encode_budget_buf(p->codec, e, &p->enc, err, sizeof err);
+    if (rc != DP_OK) {
+        dp_log(DP_LOG_ERROR, "cannot encode a budget event: %s", err);
+        return rc;
+    }
+    if (e->status == DP_BUDGET_EXHAUSTED)
+        dp_log(DP_LOG_INFO, "stream '%s' exhausted its budget at step %" PRIu64 " (spent %.6g of %.6g)",
+               p->closing->id, e->step, e->spent_total, e->budget_total);
+    return ps_produce(p, p->producer, p->cfg->topic_budget, RD_KAFKA_PARTITION_UA,
+                   dp_codec_type_name(DP_CODEC_BUDGET_EVENT), p->closing->id, p->closing->id_len, p->enc.data,
+                   p->enc.len);
+}
+
+typedef struct snapshot_emit {
+    proc      *p;
+    ps_stream *s;
+    dp_buf     key;
+} snapshot_emit;
+
+/* One chunk of a snapshot to the state topic (state_record.h: keys). */
+static int emit_snapshot_chunk(void *ctx, uint32_t index, uint32_t count, const dp_buf *enc)
+{
+    snapshot_emit *e = ctx;
+    proc *p = e->p;
+    if (enc->len > p->max_message_bytes) {
+        /* Only a tiny message.max.bytes or a huge stream id gets here
+         * (the chunk size is far below the default limit): stop loudly
+         * rather than abort and retry the same transaction forever. */
+        char msg[256];
+        snprintf(msg, sizeof msg, "a snapshot chunk of stream '%s' is %zu bytes, over message.max.bytes (%zu); "
+                 "use a smaller --snapshot-chunk-bytes", e->s->id, enc->len, p->max_message_bytes);
+        ps_set_fatal(p, "%s", msg);
+        return DP_ERANGE;
+    }
+    int rc = dp_state_snapshot_key(e->s->id, e->s->id_len, index, &e->key);
+    if (rc != DP_OK)
+        return rc;
+    if (count > 1)
+        dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': chunk %" PRIu32 " of %" PRIu32 " (%zu bytes)", e->s->id,
+               index, count, enc->len);
+    return ps_produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, dp_codec_type_name(DP_CODEC_SNAPSHOT),
+                   e->key.data, e->key.len, enc->data, enc->len);
+}
+
+int ps_write_snapshot(proc *p, ps_stream *s)
+{
+    dp_buf st;
+    dp_buf_init(&st);
+    int rc = dp_synth_snapshot(s->synth, &st);
+    if (rc == DP_OK) {
+        dp_state_record r = {.kind = DP_STATE_SNAPSHOT,
+                             .updates_topic = p->cfg->topic_updates,
+                             .updates_topic_len = strlen(p->cfg->topic_updates),
+                             .partition = s->partition,
+                             .stream_id = s->id,
+                             .stream_id_len = s->id_len,
+                             .skip_below = s->skip_below,
+                             .open_step = dp_synth_open_step(s->synth),
+                             .synthesizer = s->route->synthesizer,
+                             .state = st.data,
+                             .state_len = st.len};
+        char err[256];
+        err[0] = '\0';
+        snapshot_emit e = {.p = p, .s = s};
+        dp_buf_init(&e.key);
+        size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
+        rc = dp_state_encode_snapshot_chunks(p->codec, &r, p->o->state_key, cb, &p->enc, emit_snapshot_chunk, &e,
+                                             err, sizeof err);
+        if (rc != DP_OK && err[0])
+            dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);
+        dp_buf_free(&e.key);
+    }
+    if (st.data)
+        sodium_memzero(st.data, st.cap);
+    dp_buf_free(&st);
+    return rc;
+}
+
+dp_release_sink ps_release_begin(proc *p, ps_stream *s)
+{
+    p->closing = s;
+    p->closing_step = dp_synth_open_step(s->synth);
+    p->chunk_index = 0;
+    p->chunk.n = p->chunk.rows_n = p->chunk.pts_n = 0;
+    dp_codec_checksum_init(&p->cksum);
+    dp_release_sink sink = {.ctx = p, .record = sink_record, .manifest = sink_manifest, .budget = sink_budget};
+    return sink;
+}
+
+void ps_release_end(proc *p) { p->closing = NULL; }
