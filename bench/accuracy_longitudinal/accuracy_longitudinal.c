@@ -33,8 +33,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/longitudinal_view.h"
-#include "app/panel_gen.h"
+#include "demo/longitudinal_view.h"
+#include "connectors/panel/panel_gen.h"
 #include "core/dp_error.h"
 #include "core/drbg.h"
 #include "synth/synth.h"

@@ -56,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/panel_gen.h"
+#include "connectors/panel/panel_gen.h"
 #include "codec/codec.h"
 #include "core/buf.h"
 #include "core/dp_error.h"

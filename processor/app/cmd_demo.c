@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "app/cli.h"
-#include "app/demo_kafka.h"
-#include "app/demo_longitudinal.h"
+#include "demo/demo_kafka.h"
+#include "demo/demo_longitudinal.h"
 #include "core/dp_error.h"
 #include "stream/log.h"
 

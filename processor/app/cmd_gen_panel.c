@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "app/cli.h"
-#include "app/panel_gen.h"
-#include "app/update_json.h"
+#include "connectors/panel/panel_gen.h"
+#include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 
 static void gen_panel_usage(FILE *f)

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "app/cli.h"
-#include "app/update_json.h"
+#include "connectors/jsonl/update_json.h"
 #include "core/buf.h"
 #include "core/dp_error.h"
 #include "stream/kafka_util.h"

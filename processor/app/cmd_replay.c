@@ -52,7 +52,7 @@
 #include "app/cli.h"
 #include "stream/bytes_map.h"
 #include "stream/stream_config.h"
-#include "app/update_json.h"
+#include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 #include "synth/step_gate.h"
 #include "synth/synth.h"

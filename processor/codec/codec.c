@@ -144,29 +144,12 @@ void dp_codec_destroy(dp_codec *c)
         avro_reader_free(c->reader);
     if (c->writer)
         avro_writer_free(c->writer);
-    dpc_vec *vecs[] = {&c->scratch, &c->upd_ints, &c->upd_dbls, &c->chunk_recs, &c->chunk_ints,
+    dp_vec *vecs[] = {&c->scratch, &c->upd_ints, &c->upd_dbls, &c->chunk_recs, &c->chunk_ints,
                        &c->chunk_dbls, &c->manifest_kv, &c->budget_kv};
     for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++)
         free(vecs[i]->p);
     dp_update_store_free(&c->upd_store);
     free(c);
-}
-
-int dpc_vec_reserve(dpc_vec *v, size_t n, size_t elem_size)
-{
-    if (n <= v->cap)
-        return DP_OK;
-    size_t cap = v->cap ? v->cap : 16;
-    while (cap < n)
-        cap = cap > SIZE_MAX / 2 ? n : cap * 2;
-    if (cap > SIZE_MAX / elem_size)
-        return DP_ENOMEM;
-    void *p = realloc(v->p, cap * elem_size);
-    if (!p)
-        return DP_ENOMEM;
-    v->p = p;
-    v->cap = cap;
-    return DP_OK;
 }
 
 /* --- whole messages ------------------------------------------------------------ */
@@ -339,7 +322,7 @@ int dpc_check_text(const char *s, size_t len, int nonempty, const char *field,
         return DP_OK;
     if (len && memchr(s, 0, len))
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s contains a NUL character", field);
-    if (!dpc_utf8_valid(s, len))
+    if (!dp_utf8_valid(s, len))
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s is not valid UTF-8", field);
     return DP_OK;
 }
@@ -353,7 +336,7 @@ int dpc_set_str(dp_codec *c, avro_value_t *v, const char *s, size_t len, int non
     /* avro-c copies len+1 bytes (the size it takes includes a NUL), so a
      * borrowed (ptr, len) string — e.g. inside a Kafka message — is copied
      * and terminated first rather than over-read. */
-    if (len == SIZE_MAX || dpc_vec_reserve(&c->scratch, len + 1, 1) != DP_OK)
+    if (len == SIZE_MAX || dp_vec_reserve(&c->scratch, len + 1, 1) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "%s: out of memory", field);
     char *tmp = c->scratch.p;
     if (len)

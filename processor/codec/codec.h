@@ -233,6 +233,9 @@ typedef struct dp_update_store {
 int dp_codec_decode_update_into(dp_codec *c, const void *data, size_t len, dp_update *out,
                                 dp_update_store *store, char *errstr, size_t errstr_size);
 void dp_update_store_free(dp_update_store *s);
+/* Room for `need` ints (is_double = 0) or doubles in the store.  DP_OK or
+ * DP_ENOMEM. */
+int  dp_update_store_reserve(dp_update_store *s, int is_double, size_t need);
 int dp_codec_decode_chunk(dp_codec *c, const void *data, size_t len, dp_codec_chunk *out,
                           char *errstr, size_t errstr_size);
 int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec_manifest *out,

@@ -122,7 +122,7 @@ int dp_codec_decode_budget(dp_codec *c, const void *data, size_t len, dp_budget_
                           errstr_size)) != DP_OK)
         return rc;
     if (n_noise > SIZE_MAX - n_acc ||
-        dpc_vec_reserve(&c->budget_kv, n_noise + n_acc, sizeof(dp_kv)) != DP_OK)
+        dp_vec_reserve(&c->budget_kv, n_noise + n_acc, sizeof(dp_kv)) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "BudgetEvent: out of memory");
     dp_kv *kv = c->budget_kv.p;
     if ((rc = dpc_get_named_values(&f[BUD_NOISE], kv, &e.n_noise, "BudgetEvent.noise", errstr,

@@ -39,7 +39,7 @@ static int fill_dead_letter(dp_codec *c, const dp_codec_dead_letter *d, char *er
         return rc;
     const char *text = d->text ? d->text : "";
     size_t clean_len;
-    if (dpc_utf8_sanitize(&c->scratch, text, strlen(text), &clean_len) != DP_OK)
+    if (dp_utf8_sanitize(&c->scratch, text, strlen(text), &clean_len) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "DeadLetter: out of memory");
     avro_value_t b;
     if (avro_value_set_int(&f[DLQ_PARTITION], d->partition) != 0 ||

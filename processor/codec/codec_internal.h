@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "codec/codec.h"
+#include "core/utf8.h"
+#include "core/vec.h"
 
 typedef struct dpc_slot {
     avro_schema_t       schema;
@@ -26,11 +28,6 @@ typedef struct dpc_slot {
     int                 n_values;   /* how many of enc, dec exist (for cleanup) */
 } dpc_slot;
 
-/* A growable array owned by the codec (decode storage). */
-typedef struct dpc_vec {
-    void  *p;
-    size_t cap;     /* in elements */
-} dpc_vec;
 
 struct dp_codec {
     dp_codec_framing framing;
@@ -38,14 +35,14 @@ struct dp_codec {
     dpc_slot         slot[DP_CODEC_TYPE_COUNT];
     avro_reader_t    reader;
     avro_writer_t    writer;
-    dpc_vec          scratch;        /* char: NUL-terminated copies of (ptr, len) strings */
+    dp_vec          scratch;        /* char: NUL-terminated copies of (ptr, len) strings */
     /* decode storage, one set per type so decodes of different types do
      * not invalidate each other */
-    dpc_vec          upd_ints, upd_dbls;        /* the generic Update decoder's */
+    dp_vec          upd_ints, upd_dbls;        /* the generic Update decoder's */
     dp_update_store  upd_store;                 /* dp_codec_decode_update's */
-    dpc_vec          chunk_recs, chunk_ints, chunk_dbls;
-    dpc_vec          manifest_kv;
-    dpc_vec          budget_kv;
+    dp_vec          chunk_recs, chunk_ints, chunk_dbls;
+    dp_vec          manifest_kv;
+    dp_vec          budget_kv;
 };
 
 /* Field order of each record schema (checked at create). */
@@ -132,17 +129,5 @@ int dpc_payload_shape(avro_value_t *u, int has_null, dp_payload_kind *kind, size
 /* Fill *p; row items go to ints[0, n), point items to dbls[0, n). */
 int dpc_get_payload(avro_value_t *u, int has_null, dp_payload *p, int32_t *ints, double *dbls,
                     const char *field, char *errstr, size_t errstr_size);
-
-/* Grow v to hold at least n elements of elem_size bytes. */
-int dpc_vec_reserve(dpc_vec *v, size_t n, size_t elem_size);
-
-/* --- UTF-8 ------------------------------------------------------------------- */
-
-/* 1 if s[0, n) is well-formed UTF-8 (no overlong forms, no surrogates,
- * nothing above U+10FFFF). */
-int dpc_utf8_valid(const char *s, size_t n);
-/* Copy s[0, n) into *out replacing every ill-formed sequence and every NUL
- * by U+FFFD; out is NUL-terminated.  DP_ENOMEM or DP_OK. */
-int dpc_utf8_sanitize(dpc_vec *out, const char *s, size_t n, size_t *out_len);
 
 #endif

@@ -239,9 +239,9 @@ int dp_codec_decode_chunk(dp_codec *c, const void *data, size_t len, dp_codec_ch
         else if (k == DP_PAYLOAD_POINT)
             n_dbls += items;
     }
-    if (dpc_vec_reserve(&c->chunk_recs, n, sizeof(dp_synth_record)) != DP_OK ||
-        dpc_vec_reserve(&c->chunk_ints, n_ints, sizeof(int32_t)) != DP_OK ||
-        dpc_vec_reserve(&c->chunk_dbls, n_dbls, sizeof(double)) != DP_OK)
+    if (dp_vec_reserve(&c->chunk_recs, n, sizeof(dp_synth_record)) != DP_OK ||
+        dp_vec_reserve(&c->chunk_ints, n_ints, sizeof(int32_t)) != DP_OK ||
+        dp_vec_reserve(&c->chunk_dbls, n_dbls, sizeof(double)) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "SyntheticRecord: out of memory");
     dp_synth_record *recs = c->chunk_recs.p;
     int32_t *ints = c->chunk_ints.p;
@@ -363,7 +363,7 @@ int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec
         (rc = dpc_get_str(&f[MAN_SYNTH], &m->synthesizer, &synth_len, 1,
                           "ReleaseManifest.synthesizer", errstr, errstr_size)) != DP_OK)
         return rc;
-    if (dpc_vec_reserve(&c->manifest_kv, n_debias, sizeof(dp_kv)) != DP_OK)
+    if (dp_vec_reserve(&c->manifest_kv, n_debias, sizeof(dp_kv)) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "ReleaseManifest: out of memory");
     if ((rc = dpc_get_named_values(&f[MAN_DEBIAS], c->manifest_kv.p, &m->n_debias,
                                    "ReleaseManifest.debias", errstr, errstr_size)) != DP_OK)

@@ -100,9 +100,9 @@ int dpc_decode_update_generic(dp_codec *c, const void *data, size_t len, dp_upda
     if ((rc = dpc_payload_shape(&f[UPD_PAYLOAD], 1, &pk, &n, "Update.payload", errstr,
                                 errstr_size)) != DP_OK)
         return rc;
-    if (pk == DP_PAYLOAD_ROW && dpc_vec_reserve(&c->upd_ints, n, sizeof(int32_t)) != DP_OK)
+    if (pk == DP_PAYLOAD_ROW && dp_vec_reserve(&c->upd_ints, n, sizeof(int32_t)) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "Update: out of memory");
-    if (pk == DP_PAYLOAD_POINT && dpc_vec_reserve(&c->upd_dbls, n, sizeof(double)) != DP_OK)
+    if (pk == DP_PAYLOAD_POINT && dp_vec_reserve(&c->upd_dbls, n, sizeof(double)) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "Update: out of memory");
     if ((rc = dpc_get_payload(&f[UPD_PAYLOAD], 1, &u.payload, c->upd_ints.p, c->upd_dbls.p,
                               "Update.payload", errstr, errstr_size)) != DP_OK)

@@ -100,21 +100,6 @@ static int get_branch(rd *r, int64_t n_branches, int64_t *branch)
     return rc;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return DP_OK;
-    size_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return DP_ENOMEM;
-    *p = q;
-    *cap = n;
-    return DP_OK;
-}
-
 /* An array<int> (is_double = 0) or array<double> into the store, appended
  * after `*n` items already there.  Items take at least one byte, so a
  * block's count is bounded by the bytes left (avro_check.c). */
@@ -139,8 +124,7 @@ static int get_array(rd *r, int is_double, dp_update_store *st, size_t *n)
         if ((uint64_t)count > r->len - r->off)
             return malformed(r, "block count exceeds the remaining bytes");
         size_t need = *n + (size_t)count;
-        if ((is_double ? grow((void **)&st->dbls, &st->dbls_cap, need, sizeof(double))
-                       : grow((void **)&st->ints, &st->ints_cap, need, sizeof(int32_t))) != DP_OK)
+        if (dp_update_store_reserve(st, is_double, need) != DP_OK)
             return dp_err(r->errstr, r->errstr_size, DP_ENOMEM, "Update: out of memory");
         size_t start = r->off;
         for (int64_t i = 0; i < count; i++, (*n)++) {
@@ -270,11 +254,4 @@ int dp_codec_decode_update(dp_codec *c, const void *data, size_t len, dp_update 
                            char *errstr, size_t errstr_size)
 {
     return dp_codec_decode_update_into(c, data, len, out, &c->upd_store, errstr, errstr_size);
-}
-
-void dp_update_store_free(dp_update_store *s)
-{
-    free(s->ints);
-    free(s->dbls);
-    memset(s, 0, sizeof *s);
 }

@@ -1,6 +1,7 @@
-/* counter.c — the common half of every continual counter: validation,
- * step bookkeeping, horizon enforcement (fail closed), noise labels and
- * the snapshot envelope.  The mechanisms live in counter_<kind>.c. */
+/* counter.c — the common half of every continual counter: the kind
+ * table, validation, step bookkeeping, horizon enforcement (fail closed)
+ * and the snapshot envelope.  The mechanisms live in counter_<kind>.c;
+ * what they share for drawing noise is counter_noise.c. */
 #include "core/counter_impl.h"
 #include "core/dp_error.h"
 
@@ -8,19 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const KIND_NAMES[DP_COUNTER_KIND_COUNT] = {
-    [DP_COUNTER_SIMPLE] = "simple",
-    [DP_COUNTER_BLOCK] = "block",
-    [DP_COUNTER_BLOCK_UNBOUNDED] = "block_unbounded",
-    [DP_COUNTER_TREE] = "tree",
-    [DP_COUNTER_HYBRID] = "hybrid",
-    [DP_COUNTER_HONAKER] = "honaker",
-    [DP_COUNTER_SQRT] = "sqrt",
-    [DP_COUNTER_BLT] = "blt",
-    [DP_COUNTER_SPARSE] = "sparse",
-    [DP_COUNTER_SPARSE_INHOMOGENEOUS] = "sparse_inhomogeneous",
-};
 
 static const dp_counter_ops *const KIND_OPS[DP_COUNTER_KIND_COUNT] = {
     [DP_COUNTER_SIMPLE] = &dp_counter_ops_simple,
@@ -35,24 +23,6 @@ static const dp_counter_ops *const KIND_OPS[DP_COUNTER_KIND_COUNT] = {
     [DP_COUNTER_SPARSE_INHOMOGENEOUS] = &dp_counter_ops_sparse_inhomogeneous,
 };
 
-const char *dp_counter_kind_name(dp_counter_kind kind)
-{
-    if ((unsigned)kind >= DP_COUNTER_KIND_COUNT)
-        return "unknown";
-    return KIND_NAMES[kind];
-}
-
-int dp_counter_kind_parse(const char *name, dp_counter_kind *kind)
-{
-    for (int k = 0; k < DP_COUNTER_KIND_COUNT; k++) {
-        if (name && strcmp(name, KIND_NAMES[k]) == 0) {
-            *kind = (dp_counter_kind)k;
-            return DP_OK;
-        }
-    }
-    return DP_EINVAL;
-}
-
 static int counter_alloc(dp_counter **out, const dp_counter_config *cfg, const dp_key *key,
                          const char *stream_id, size_t stream_id_len, const char *label,
                          char *errstr, size_t errstr_size)
@@ -60,7 +30,7 @@ static int counter_alloc(dp_counter **out, const dp_counter_config *cfg, const d
     if ((unsigned)cfg->kind >= DP_COUNTER_KIND_COUNT)
         return dp_err(errstr, errstr_size, DP_EINVAL, "unknown counter kind %d", (int)cfg->kind);
     const dp_counter_ops *ops = KIND_OPS[cfg->kind];
-    const char *name = KIND_NAMES[cfg->kind];
+    const char *name = dp_counter_kind_name(cfg->kind);
 
     if (!key)
         return dp_err(errstr, errstr_size, DP_EINVAL, "counter %s: no noise key", name);
@@ -165,61 +135,6 @@ dp_privacy dp_counter_cost(const dp_counter *c) { return c->cfg.budget; }
 int dp_counter_sensitivity(const dp_counter *c, double *l1, double *l2sq)
 {
     return c->ops->sensitivity(c, l1, l2sq);
-}
-
-void dp_counter_drbg(const dp_counter *c, dp_drbg *g, uint64_t step, const char *purpose)
-{
-    char label[256];
-    snprintf(label, sizeof label, "%s/%s", c->label, purpose);
-    dp_drbg_init(g, c->key, c->stream_id, c->stream_id_len, step, label);
-}
-
-void dp_counter_trace_noised(const dp_counter *c, uint64_t step, const char *purpose, int64_t value)
-{
-    if (c->trace)
-        c->trace(c->trace_ctx, step, purpose, value);
-}
-
-void dp_counter_set_trace(dp_counter *c,
-                          void (*trace)(void *ctx, uint64_t step, const char *purpose, int64_t value),
-                          void *ctx)
-{
-    c->trace = trace;
-    c->trace_ctx = ctx;
-}
-
-static double counter_budget_part(const dp_counter *c, double fraction)
-{
-    return c->cfg.budget.value * fraction;
-}
-
-int dp_counter_calibrate_dlap(const dp_counter *c, double l1, double budget_fraction,
-                              dp_dlap *out, dp_rational *scale, char *errstr, size_t errstr_size)
-{
-    double eps = counter_budget_part(c, budget_fraction);
-    double b = l1 * (double)c->cfg.neighbor_entries * (double)c->cfg.max_abs_change / eps;
-    dp_rational r;
-    if (dp_rational_from_double_up(b, &r) != DP_OK || r.num == 0)
-        return dp_err(errstr, errstr_size, DP_ERANGE,
-                      "counter %s: Laplace scale %g out of range", dp_counter_kind_name(c->cfg.kind), b);
-    if (scale)
-        *scale = r;
-    return dp_dlap_prepare(out, r, errstr, errstr_size);
-}
-
-int dp_counter_calibrate_dgauss(const dp_counter *c, double l2sq, double budget_fraction,
-                                dp_dgauss *out, dp_rational *sigma2, char *errstr, size_t errstr_size)
-{
-    double rho = counter_budget_part(c, budget_fraction);
-    double d = (double)c->cfg.max_abs_change;
-    double s2 = l2sq * (double)c->cfg.neighbor_entries * d * d / (2.0 * rho);
-    dp_rational r;
-    if (dp_rational_from_double_up(s2, &r) != DP_OK || r.num == 0)
-        return dp_err(errstr, errstr_size, DP_ERANGE,
-                      "counter %s: Gaussian variance %g out of range", dp_counter_kind_name(c->cfg.kind), s2);
-    if (sigma2)
-        *sigma2 = r;
-    return dp_dgauss_prepare(out, r, errstr, errstr_size);
 }
 
 /* --- snapshot envelope ---------------------------------------------------- */

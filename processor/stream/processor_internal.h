@@ -1,7 +1,7 @@
 /* processor_internal.h — the state the parts of the Kafka processor share
  * (processor.c, consume_loop.c, committer.c, snapshot_publish.c,
  * restore.c, rebalance.c), with the part that owns (writes) each field,
- * and the few helpers processor.c gives them all.  Not for use outside
+ * and the few helpers processor_state.c gives them all.  Not for use outside
  * processor/stream/. */
 #ifndef DP_STREAM_PROCESSOR_INTERNAL_H
 #define DP_STREAM_PROCESSOR_INTERNAL_H
@@ -114,7 +114,7 @@ typedef struct proc {
     int64_t                     last_progress_ms;
 } proc;
 
-/* processor.c */
+/* processor_state.c */
 int64_t       ps_now_ms(void);   /* monotonic */
 void          ps_set_fatal(proc *p, const char *fmt, const char *detail);
 ps_partition *ps_part_get(proc *p, int32_t id);   /* grows the table; NULL if out of memory */

@@ -58,8 +58,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/mock_harness.h"
-#include "app/panel_gen.h"
+#include "demo/mock_harness.h"
+#include "connectors/panel/panel_gen.h"
 #include "codec/codec.h"
 #include "core/dp_error.h"
 #include "stream/log.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/export_assemble.h"
+#include "connectors/export/export_assemble.h"
 #include "codec/codec.h"
 #include "core/drbg.h"
 #include "core/dp_error.h"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/csv_reader.h"
-#include "app/load_mapping.h"
+#include "connectors/load/csv_reader.h"
+#include "connectors/load/load_mapping.h"
 #include "core/dp_error.h"
 #include "dptest.h"
 

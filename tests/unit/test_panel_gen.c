@@ -7,7 +7,7 @@
 
 /* processor/app is built only into the dpstream binary, not a library:
  * compile the module under test into this executable. */
-#include "app/panel_gen.h"
+#include "connectors/panel/panel_gen.h"
 #include "core/dp_error.h"
 #include "dptest.h"
 

@@ -6,7 +6,7 @@
 
 /* processor/app is built only into the dpstream binary, not a library:
  * compile the module under test into this executable. */
-#include "app/update_json.h"
+#include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 #include "dptest.h"
 

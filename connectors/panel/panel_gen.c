@@ -1,5 +1,5 @@
 /* panel_gen.c — the deterministic Markov panel of panel_gen.h. */
-#include "app/panel_gen.h"
+#include "connectors/panel/panel_gen.h"
 
 #include <math.h>
 #include <stdlib.h>

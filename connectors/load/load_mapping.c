@@ -1,6 +1,6 @@
 /* load_mapping.c — mapping objects, strict value parsing and the row →
  * Update conversion of `dpstream load` (formats in load_mapping.h). */
-#include "app/load_mapping.h"
+#include "connectors/load/load_mapping.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/update_json.h"
+#include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 
 static const char *const REJECT_NAMES[DP_LOAD_REJECT_COUNT] = {

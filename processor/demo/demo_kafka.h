@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "app/demo_longitudinal.h"
+#include "demo/demo_longitudinal.h"
 
 /* Step by step: produce the step's reports of both streams and a
  * CLOSE_STEP marker each, wait (at most step_timeout_ms) until both

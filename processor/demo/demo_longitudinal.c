@@ -1,6 +1,6 @@
 /* demo_longitudinal.c — truth vs synthetic for the embedded demo (see
  * demo_longitudinal.h). */
-#include "app/demo_longitudinal.h"
+#include "demo/demo_longitudinal.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* export_assemble.c — chunk + manifest reassembly (see export_assemble.h). */
-#include "app/export_assemble.h"
+#include "connectors/export/export_assemble.h"
 
 #include <sodium.h>
 #include <stdarg.h>

@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/utf8.h"
 #include "synth/synth.h"
 
 /* --- a growable output buffer --------------------------------------------- */
@@ -65,9 +66,6 @@ void dp_jbuf_double(dp_jbuf *b, double v);
 /* A JSON string literal (with quotes).  Returns -1 (nothing written) if
  * the bytes are not valid UTF-8. */
 int  dp_jbuf_string(dp_jbuf *b, const char *s, size_t n);
-
-/* 1 if s[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-int dp_utf8_valid(const char *s, size_t n);
 
 /* --- parsing an update line ----------------------------------------------- */
 

@@ -1,8 +1,7 @@
-/* utf8.c — UTF-8 well-formedness (Unicode 15, Table 3-7) for Avro
- * strings: the Avro specification says strings are UTF-8, and Java
- * consumers would silently replace anything else, so the codec neither
- * writes nor accepts ill-formed text. */
-#include "codec/codec_internal.h"
+/* utf8.c — UTF-8 well-formedness (utf8.h). */
+#include "core/utf8.h"
+
+#include <stdint.h>
 
 #include <string.h>
 
@@ -41,7 +40,7 @@ static size_t sequence_len(const unsigned char *s, size_t n)
     return len;
 }
 
-int dpc_utf8_valid(const char *s, size_t n)
+int dp_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
@@ -54,11 +53,11 @@ int dpc_utf8_valid(const char *s, size_t n)
     return 1;
 }
 
-int dpc_utf8_sanitize(dpc_vec *out, const char *s, size_t n, size_t *out_len)
+int dp_utf8_sanitize(dp_vec *out, const char *s, size_t n, size_t *out_len)
 {
     static const char replacement[3] = {(char)0xef, (char)0xbf, (char)0xbd};   /* U+FFFD */
     /* Worst case: every byte becomes three. */
-    if (n > (SIZE_MAX - 1) / 3 || dpc_vec_reserve(out, 3 * n + 1, 1) != DP_OK)
+    if (n > (SIZE_MAX - 1) / 3 || dp_vec_reserve(out, 3 * n + 1, 1) != DP_OK)
         return DP_ENOMEM;
     const unsigned char *p = (const unsigned char *)s;
     char *o = out->p;

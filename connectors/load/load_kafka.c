@@ -1,5 +1,5 @@
 /* load_kafka.c — idempotent producer of Avro Updates (see load_kafka.h). */
-#include "app/load_kafka.h"
+#include "connectors/load/load_kafka.h"
 
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "app/export_assemble.h"
+#include "connectors/export/export_assemble.h"
 #include "core/drbg.h"
 #include "stream/stream_config.h"
 #include "synth/synth.h"

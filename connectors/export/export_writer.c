@@ -1,5 +1,5 @@
 /* export_writer.c — export file layouts (see export_writer.h). */
-#include "app/export_writer.h"
+#include "connectors/export/export_writer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "app/update_json.h"
+#include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 
 /* Shape of the records of one output file (for the CSV header). */

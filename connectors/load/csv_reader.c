@@ -1,5 +1,5 @@
 /* csv_reader.c — RFC 4180 records, one byte at a time (see csv_reader.h). */
-#include "app/csv_reader.h"
+#include "connectors/load/csv_reader.h"
 
 #include <stdlib.h>
 #include <string.h>

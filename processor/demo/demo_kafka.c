@@ -6,13 +6,13 @@
  * export_assemble (mock_harness.c): each (stream, step) is fed to the demo
  * views exactly once, after its record count and checksum are verified,
  * so the views see the same release sequence as the offline demo's sinks. */
-#include "app/demo_kafka.h"
+#include "demo/demo_kafka.h"
 
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
-#include "app/mock_harness.h"
+#include "demo/mock_harness.h"
 #include "core/dp_error.h"
 
 typedef struct demo_run {

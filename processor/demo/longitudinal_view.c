@@ -1,6 +1,6 @@
 /* longitudinal_view.c — consumer-side statistics of window / cumulative
  * releases and of the true panel (see longitudinal_view.h). */
-#include "app/longitudinal_view.h"
+#include "demo/longitudinal_view.h"
 
 #include <stdlib.h>
 #include <string.h>

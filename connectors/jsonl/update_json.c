@@ -1,7 +1,7 @@
 /* update_json.c — JSON lines ↔ dp_update, and deterministic output lines
  * for releases, budget events and rejections.  See update_json.h for the
  * formats. */
-#include "app/update_json.h"
+#include "connectors/jsonl/update_json.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -91,41 +91,6 @@ void dp_jbuf_double(dp_jbuf *b, double v)
     int n = snprintf(tmp, sizeof tmp, "%.17g", v);
     if (n > 0)
         dp_jbuf_put(b, tmp, (size_t)n);
-}
-
-int dp_utf8_valid(const char *str, size_t n)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2; cp = c & 0x1F; min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3; cp = c & 0x0F; min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4; cp = c & 0x07; min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (n - i < len)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += len;
-    }
-    return 1;
 }
 
 int dp_jbuf_string(dp_jbuf *b, const char *s, size_t n)

@@ -1,6 +1,6 @@
 /* mock_harness.c — the processor on librdkafka's mock cluster (see
  * mock_harness.h). */
-#include "app/mock_harness.h"
+#include "demo/mock_harness.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "app/longitudinal_view.h"
-#include "app/panel_gen.h"
+#include "demo/longitudinal_view.h"
+#include "connectors/panel/panel_gen.h"
 #include "synth/synth.h"
 
 typedef struct dp_demo_params {

@@ -1,0 +1,87 @@
+/* processor_state.c — the helpers every part of the processor uses on the
+ * shared state (processor_internal.h): the clock, the fatal flag, the
+ * partition table and the stream table.  A leaf: it calls no other part. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stream/processor_internal.h"
+
+int64_t ps_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ps_set_fatal(proc *p, const char *fmt, const char *detail)
+{
+    if (!p->fatal) {
+        p->fatal = 1;
+        snprintf(p->fatal_msg, sizeof p->fatal_msg, fmt, detail);
+    }
+}
+
+/* --- partitions and streams ---------------------------------------------------- */
+
+ps_partition *ps_part_get(proc *p, int32_t id)
+{
+    if (id < 0)
+        return NULL;
+    if (id >= p->n_parts) {
+        int32_t n = id + 1;
+        ps_partition *np = realloc(p->parts, (size_t)n * sizeof *np);
+        if (!np)
+            return NULL;
+        for (int32_t i = p->n_parts; i < n; i++)
+            np[i] = (ps_partition){.assigned = 0, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
+        p->parts = np;
+        p->n_parts = n;
+    }
+    return &p->parts[id];
+}
+
+void ps_stream_free(ps_stream *s)
+{
+    if (!s)
+        return;
+    dp_gate_free(&s->gate);
+    dp_synth_destroy(s->synth);
+    free(s->id);
+    free(s);
+}
+
+static void drop_stream_cb(void *value, void *ctx) { (void)ctx; ps_stream_free(value); }
+
+static int keep_assigned_cb(void *value, void *ctx)
+{
+    proc *p = ctx;
+    ps_stream *s = value;
+    return s->partition >= 0 && s->partition < p->n_parts && p->parts[s->partition].assigned;
+}
+
+/* Drop the streams of partitions no longer assigned. */
+int ps_drop_unassigned_streams(proc *p)
+{
+    return dp_bytes_map_filter(&p->streams, keep_assigned_cb, drop_stream_cb, p);
+}
+
+ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route,
+                             int32_t partition)
+{
+    ps_stream *s = calloc(1, sizeof *s);
+    if (!s || !(s->id = malloc(len + 1))) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s->id, id, len);
+    s->id[len] = '\0';
+    s->id_len = len;
+    s->route = route;
+    s->partition = partition;
+    s->skip_below = 0;
+    s->pending = NO_OFFSET;
+    (void)p;
+    return s;
+}
