@@ -25,6 +25,24 @@ static dp_stream_config *load_ok(const char *text)
     return c;
 }
 
+/* Every text must be refused with DP_EINVAL and a message containing its needle. */
+typedef struct bad_config {
+    const char *text, *needle;
+} bad_config;
+
+static void expect_refused(const char *what, const bad_config *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dp_stream_config *c = (dp_stream_config *)1;
+        char err[1024] = "";
+        int rc = dp_stream_config_parse(&c, bad[i].text, strlen(bad[i].text), err, sizeof err);
+        int ok = rc == DP_EINVAL && c == NULL && strstr(err, bad[i].needle) != NULL;
+        CU_ASSERT(ok);
+        if (!ok)
+            fprintf(stderr, "\n  %s case %zu: rc=%d err=\"%s\" (wanted \"%s\")", what, i, rc, err, bad[i].needle);
+    }
+}
+
 static const char *route_synth(const dp_stream_config *c, const char *id)
 {
     const dp_stream_route *r = dp_stream_config_route(c, id, strlen(id));
@@ -104,7 +122,7 @@ static void test_defaults(void)
 
 static void test_validation(void)
 {
-    static const struct { const char *text; const char *needle; } BAD[] = {
+    static const bad_config BAD[] = {
         {"[]", "must be a JSON object"},
         {"{\"streams\":[", "not valid JSON"},
         {"{}", "streams: required"},
@@ -147,15 +165,7 @@ static void test_validation(void)
          "{\"match\":\"x\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}",
          "streams[1]: unreachable"},
     };
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        dp_stream_config *c = (dp_stream_config *)1;
-        char err[1024] = "";
-        int rc = dp_stream_config_parse(&c, BAD[i].text, strlen(BAD[i].text), err, sizeof err);
-        int ok = rc == DP_EINVAL && c == NULL && strstr(err, BAD[i].needle) != NULL;
-        CU_ASSERT(ok);
-        if (!ok)
-            fprintf(stderr, "\n  case %zu: rc=%d err=\"%s\" (wanted \"%s\")", i, rc, err, BAD[i].needle);
-    }
+    expect_refused("validation", BAD, sizeof BAD / sizeof BAD[0]);
     /* the longer prefix first is fine: both are reachable */
     dp_stream_config *c = load_ok("{\"streams\":[{\"prefix\":\"survey/\",\"synthesizer\":\"window\",\"config\":" WINDOW_CFG "},"
                                   "{\"prefix\":\"sur\",\"synthesizer\":\"cumulative\",\"config\":" CUMUL_CFG "}]}");
@@ -243,7 +253,7 @@ static void test_wire(void)
     CU_ASSERT_EQUAL(c->schema_ids[DP_CODEC_SNAPSHOT], 2147483647u);
     dp_stream_config_free(c);
 
-    static const struct { const char *text; const char *needle; } BAD[] = {
+    static const bad_config BAD[] = {
         {"{\"wire\":[]," ONE_ROUTE "}", "wire: must be an object"},
         {"{\"wire\":{\"framing\":\"avro\"}," ONE_ROUTE "}", "wire.framing: must be"},
         {"{\"wire\":{\"framing\":1}," ONE_ROUTE "}", "wire.framing: must be"},
@@ -273,15 +283,7 @@ static void test_wire(void)
         {"{\"wire\":{\"framing\":\"confluent\",\"schema_ids\":[1,2,3,4,5,6]}," ONE_ROUTE "}",
          "wire.schema_ids: required object"},
     };
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        dp_stream_config *bc = (dp_stream_config *)1;
-        char e[1024] = "";
-        int rc = dp_stream_config_parse(&bc, BAD[i].text, strlen(BAD[i].text), e, sizeof e);
-        int ok = rc == DP_EINVAL && bc == NULL && strstr(e, BAD[i].needle) != NULL;
-        CU_ASSERT(ok);
-        if (!ok)
-            fprintf(stderr, "\n  wire case %zu: rc=%d err=\"%s\" (wanted \"%s\")", i, rc, e, BAD[i].needle);
-    }
+    expect_refused("wire", BAD, sizeof BAD / sizeof BAD[0]);
 }
 
 /* Per-route step policy (synth/step_gate.h) and the partitioner every
@@ -304,7 +306,7 @@ static void test_gate_and_partitioner(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_STRING_EQUAL(c->partitioner, "murmur2_random");
     dp_stream_config_free(c);
-    static const struct { const char *text, *needle; } BAD[] = {
+    static const bad_config BAD[] = {
         {"{\"kafka\":{\"partitioner\":\"random\"},\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\","
          "\"config\":" WINDOW_CFG "}]}", "kafka.partitioner"},
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"lookahead\":2,\"config\":" WINDOW_CFG "}]}",
@@ -314,15 +316,7 @@ static void test_gate_and_partitioner(void)
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"close_on_complete_roster\":1,"
          "\"config\":" WINDOW_CFG "}]}", "streams[0].close_on_complete_roster"},
     };
-    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        dp_stream_config *bc = (dp_stream_config *)1;
-        char e[1024] = "";
-        int rc = dp_stream_config_parse(&bc, BAD[i].text, strlen(BAD[i].text), e, sizeof e);
-        int ok = rc == DP_EINVAL && bc == NULL && strstr(e, BAD[i].needle) != NULL;
-        CU_ASSERT(ok);
-        if (!ok)
-            fprintf(stderr, "\n  gate case %zu: rc=%d err=\"%s\" (wanted \"%s\")", i, rc, e, BAD[i].needle);
-    }
+    expect_refused("gate", BAD, sizeof BAD / sizeof BAD[0]);
     /* Known values of librdkafka's partitioners (CRC32 and murmur2 of the
      * key, modulo the partition count): the processor must agree with the
      * producers bit for bit. */
