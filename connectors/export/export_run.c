@@ -246,10 +246,9 @@ static int replay_manifest(export_run *x, replay_chunk *c, const json_t *o, cons
 {
     const json_t *syn = json_object_get(o, "synthesizer"), *mode = json_object_get(o, "mode"),
                  *count = json_object_get(o, "record_count"), *clamped = json_object_get(o, "clamped"),
-                 *imputed = json_object_get(o, "imputed_count"), *debias = json_object_get(o, "debias");
+                 *debias = json_object_get(o, "debias");
     if (!json_is_string(syn) || !json_is_string(mode) || !json_is_integer(count) || json_integer_value(count) < 0 ||
-        !json_is_boolean(clamped) || !json_is_integer(imputed) || json_integer_value(imputed) < 0 ||
-        !json_is_object(debias) ||
+        !json_is_boolean(clamped) || !json_is_object(debias) ||
         (strcmp(json_string_value(mode), "FULL") != 0 && strcmp(json_string_value(mode), "DELTA") != 0)) {
         bad_line(x, file, line_no, "not a valid manifest line");
         return DP_OK;
@@ -284,7 +283,6 @@ static int replay_manifest(export_run *x, replay_chunk *c, const json_t *o, cons
     em.m.mode = strcmp(json_string_value(mode), "FULL") == 0 ? DP_RELEASE_FULL : DP_RELEASE_DELTA;
     em.m.record_count = (uint64_t)json_integer_value(count);
     em.m.clamped = json_is_true(clamped);
-    em.m.imputed_count = (uint64_t)json_integer_value(imputed);
     em.m.debias = kv;
     em.m.n_debias = nd;
     em.chunk_count = chunks;

@@ -459,8 +459,6 @@ int dp_update_json_format_manifest(dp_jbuf *b, const dp_release_manifest *m)
     dp_jbuf_u64(b, m->record_count);
     put_key(b, "clamped", 0);
     dp_jbuf_puts(b, m->clamped ? "true" : "false");
-    put_key(b, "imputed_count", 0);
-    dp_jbuf_u64(b, m->imputed_count);
     rc |= put_kvs(b, "debias", m->debias, m->n_debias);
     dp_jbuf_put(b, "}", 1);
     return finish(b, start, rc);

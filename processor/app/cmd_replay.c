@@ -12,32 +12,24 @@
  * byte-identical files; nothing depends on time or on hash-table order
  * (the stream table is only ever looked up, never iterated for output).
  *
- * Step closing, offline (DESIGN.md §2):
- *   - a CLOSE_STEP marker for a stream's open step closes it;
- *   - a CLOSE_STEP for a step that is already closed is a harmless
- *     duplicate — e.g. the marker after a step the roster already closed,
- *     or a producer retry — and is ignored (counted in the summary, not
- *     rejected); this keeps replays of logs with redundant markers clean;
- *   - a CLOSE_STEP for a step beyond the open one is rejected as
- *     FUTURE_STEP: closing the steps in between would release steps that
- *     never received their data;
- *   - when the roster is complete (dp_synth_roster_complete) right after
- *     an accepted report, the step closes at once;
- *   - at end of input nothing else closes: the open step of every stream
- *     stays open (its data is simply not released), exactly as a processor
- *     that has not yet seen the marker.  The live processor's idle timeout
- *     works by appending a marker to the log, so a replay of that log sees
- *     it as an ordinary CLOSE_STEP.
+ * What each update does — use it, hold it for the next step, reject it
+ * (and why), close the step — is decided by the step gate
+ * (synth/step_gate.h), the same module the Kafka processor calls, so both
+ * paths release the same bytes.  Steps close on CLOSE_STEP markers (and,
+ * for routes that opt in, when the roster is complete); at end of input
+ * the open step of every stream stays open (its data is not released),
+ * exactly as a processor that has not yet seen the marker.  The live
+ * processor's step timer works by appending a marker to the log, so a
+ * replay of that log sees it as an ordinary CLOSE_STEP.  A duplicate
+ * marker for a closed step is counted in the summary, not rejected.
  *
- * Rejections (reason codes of synth.h, dp_reject_reason_name):
+ * Rejections (reason codes of synth.h, dp_reject_reason_name) go to
+ * rejected.jsonl with their input line number; an update held for the
+ * next step is judged, and if rejected written, when that step opens.
  *   MALFORMED       the line is not a valid update (update_json.h) or is
  *                   longer than REPLAY_MAX_LINE bytes
  *   UNKNOWN_STREAM  no route in the config matches the stream id
- *   EXHAUSTED       the stream has stopped (budget or horizon used up)
- *   LATE            data for a step already closed
- *   FUTURE_STEP     data or a marker for a step after the open one
- *   others          as returned by the synthesizer's ingest
- *                   (WRONG_KIND, UNKNOWN_ENTITY, DUPLICATE_REPORT, OUT_OF_DOMAIN, …)
+ *   others          the step gate's (step_gate.h)
  *
  * Memory: one input line at a time (at most REPLAY_MAX_LINE bytes kept),
  * the output buffers, and one synthesizer per stream id, created on first
@@ -342,8 +334,9 @@ static void replay_usage(FILE *f)
             "Runs the configured synthesizers over update JSON lines (\"-\" reads stdin)\n"
             "without Kafka and writes DIR/releases.jsonl, DIR/budget.jsonl and\n"
             "DIR/rejected.jsonl.  Same key and input give byte-identical output.\n"
-            "A CLOSE_STEP marker or a complete roster closes a stream's step; at end\n"
-            "of input open steps stay open (not released).\n");
+            "A CLOSE_STEP marker closes a stream's step (a complete roster too, where\n"
+            "the route sets close_on_complete_roster); at end of input open steps stay\n"
+            "open (not released).\n");
 }
 
 static FILE *open_out(const char *dir, const char *name)

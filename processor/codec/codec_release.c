@@ -280,7 +280,7 @@ static int fill_manifest(dp_codec *c, const dp_codec_manifest *cm, char *errstr,
                       (unsigned long long)m->step);
     if (m->mode != DP_RELEASE_FULL && m->mode != DP_RELEASE_DELTA)
         return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: unknown mode %d", (int)m->mode);
-    if (m->record_count > (uint64_t)INT64_MAX || m->imputed_count > (uint64_t)INT64_MAX ||
+    if (m->record_count > (uint64_t)INT64_MAX ||
         cm->chunk_count > (uint32_t)INT32_MAX)
         return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: count out of range");
     if (!m->synthesizer)
@@ -303,8 +303,7 @@ static int fill_manifest(dp_codec *c, const dp_codec_manifest *cm, char *errstr,
         avro_value_set_long(&f[MAN_RECORDS], (int64_t)m->record_count) != 0 ||
         avro_value_set_int(&f[MAN_CHUNKS], (int32_t)cm->chunk_count) != 0 ||
         avro_value_set_fixed(&f[MAN_CHECKSUM], (void *)cm->checksum, DP_CODEC_CHECKSUM_BYTES) != 0 ||
-        avro_value_set_boolean(&f[MAN_CLAMPED], m->clamped != 0) != 0 ||
-        avro_value_set_long(&f[MAN_IMPUTED], (int64_t)m->imputed_count) != 0)
+        avro_value_set_boolean(&f[MAN_CLAMPED], m->clamped != 0) != 0)
         return dpc_avro_fail(errstr, errstr_size, "ReleaseManifest");
     return DP_OK;
 }
@@ -339,7 +338,7 @@ int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec
     dp_codec_manifest cm;
     memset(&cm, 0, sizeof cm);
     dp_release_manifest *m = &cm.m;
-    int64_t step, records, imputed;
+    int64_t step, records;
     int32_t chunks;
     int mode;
     int clamped;
@@ -350,10 +349,9 @@ int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec
         avro_value_get_int(&f[MAN_CHUNKS], &chunks) != 0 ||
         avro_value_get_fixed(&f[MAN_CHECKSUM], &sum, &sum_len) != 0 ||
         avro_value_get_boolean(&f[MAN_CLAMPED], &clamped) != 0 ||
-        avro_value_get_long(&f[MAN_IMPUTED], &imputed) != 0 ||
         avro_value_get_size(&f[MAN_DEBIAS], &n_debias) != 0)
         return dpc_avro_fail(errstr, errstr_size, "ReleaseManifest");
-    if (step < 1 || records < 0 || imputed < 0 || chunks < 0)
+    if (step < 1 || records < 0 || chunks < 0)
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       "ReleaseManifest: step must be >= 1 and counts >= 0");
     if (sum_len != DP_CODEC_CHECKSUM_BYTES)
@@ -373,7 +371,6 @@ int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec
     m->mode = (dp_release_mode)mode;
     m->record_count = (uint64_t)records;
     m->clamped = clamped != 0;
-    m->imputed_count = (uint64_t)imputed;
     cm.chunk_count = (uint32_t)chunks;
     memcpy(cm.checksum, sum, DP_CODEC_CHECKSUM_BYTES);
     *out = cm;

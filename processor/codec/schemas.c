@@ -220,11 +220,6 @@ static const char SCHEMA_RELEASEMANIFEST[] =
     "      \"name\": \"clamped\",\n"
     "      \"type\": \"boolean\",\n"
     "      \"doc\": \"True if a noisy target was infeasible and was clamped to the feasible range in this release (the release is then biased in a documented way).\"\n"
-    "    },\n"
-    "    {\n"
-    "      \"name\": \"imputed_count\",\n"
-    "      \"type\": \"long\",\n"
-    "      \"doc\": \"Number of rostered entities that did not report in this step and whose value was imputed by the stream's public imputation policy.\"\n"
     "    }\n"
     "  ]\n"
     "}\n";

@@ -107,6 +107,7 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
         s->skip_below = offset + 1;
         s->pending = NO_OFFSET;
         s->marker_step = 0;
+        s->step_opened_ms = ps_now_ms();
         if ((rc = ps_write_snapshot(p, s)) != DP_OK) {
             ps_release_end(p);
             ps_txn_abort(p);
@@ -137,7 +138,6 @@ static int accepted(proc *p, ps_stream *s, int64_t offset)
 {
     if (s->pending == NO_OFFSET)
         s->pending = offset;
-    s->last_accept_ms = p->now;
     return DP_OK;
 }
 
@@ -165,6 +165,7 @@ static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *
             return rc;
         }
         dp_gate_init(&s->gate, s->synth, &route->gate);
+        s->step_opened_ms = p->now;
         if (!(slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len))) {
             ps_stream_free(s);
             return DP_ENOMEM;
@@ -319,7 +320,16 @@ int ps_handle_batch(proc *p, size_t n)
     return rc;
 }
 
-/* --- idle timeout: append CLOSE_STEP markers ---------------------------------------- */
+/* --- the step timer: append CLOSE_STEP markers ------------------------------------------
+ *
+ * With --idle-timeout-ms T, a stream's open step closes at the latest T
+ * after it opened (when the previous step closed, the stream was first
+ * seen, or this instance restored it), whether or not anyone reported in
+ * it.  The timer starts from public events only, never from a report, so
+ * no one's data or timing moves a boundary that decides whether another
+ * person's update is LATE (ALGORITHMS.md §1).  The marker is appended to
+ * the stream's input partition and the step closes when it is read back,
+ * so a replay of the log sees the same boundary (DESIGN.md §2). */
 
 void ps_idle_markers(proc *p)
 {
@@ -328,10 +338,10 @@ void ps_idle_markers(proc *p)
     int64_t now = ps_now_ms();
     for (size_t i = 0; i < p->streams.cap; i++) {
         ps_stream *s = dp_bytes_map_at(&p->streams, i);
-        if (!s || s->pending == NO_OFFSET || dp_synth_exhausted(s->synth))
+        if (!s || dp_synth_exhausted(s->synth))
             continue;
         uint64_t open = dp_synth_open_step(s->synth);
-        if (now - s->last_accept_ms < p->o->idle_timeout_ms)
+        if (now - s->step_opened_ms < p->o->idle_timeout_ms)
             continue;
         if (s->marker_step == open && now - s->marker_ms < p->o->idle_timeout_ms)
             continue;   /* appended recently; wait for it to come back */
@@ -348,8 +358,8 @@ void ps_idle_markers(proc *p)
         s->marker_step = open;
         s->marker_ms = now;
         p->n_markers++;
-        dp_log(DP_LOG_INFO, "stream '%s' idle for %" PRId64 " ms: appended CLOSE_STEP for step %" PRIu64,
-               s->id, now - s->last_accept_ms, open);
+        dp_log(DP_LOG_INFO, "stream '%s': step open for %" PRId64 " ms: appended CLOSE_STEP for step %" PRIu64,
+               s->id, now - s->step_opened_ms, open);
     }
     rd_kafka_poll(p->marker_producer, 0);
 }

@@ -35,7 +35,8 @@ typedef struct ps_stream {
     int32_t                partition;
     int64_t                skip_below;     /* consume_loop, restore: updates at lower offsets are in the snapshot */
     int64_t                pending;        /* consume_loop: first accepted un-snapshotted update, or NO_OFFSET */
-    int64_t                last_accept_ms; /* consume_loop: monotonic; idle timer only */
+    int64_t                step_opened_ms; /* consume_loop, restore: monotonic time the open step opened
+                                              (a public clock: the step timer, never data) */
     uint64_t               marker_step;    /* consume_loop: open step a marker was appended for (0: none) */
     int64_t                marker_ms;      /* consume_loop */
 } ps_stream;

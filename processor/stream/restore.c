@@ -353,6 +353,7 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             break;
         }
         dp_gate_init(&s->gate, s->synth, &route->gate);
+        s->step_opened_ms = ps_now_ms();   /* the step timer restarts with the instance */
         s->skip_below = r.skip_below;
         dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
         if (!slot) {

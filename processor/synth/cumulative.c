@@ -345,8 +345,8 @@ static const dp_ledger *cumul_release_ledger(const dp_release_half *rel)
     return &((const cumul_release *)rel)->ledger;
 }
 
-static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, uint64_t imputed,
-                            double sigma2_max, const dp_release_sink *sink)
+static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, double sigma2_max,
+                            const dp_release_sink *sink)
 {
     const dp_long_config *c = &w->cfg;
     dp_kv debias[] = {{"population", (double)w->n}, {"sigma2_max", sigma2_max}};
@@ -358,7 +358,6 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, uint6
         .mode = DP_RELEASE_DELTA,
         .record_count = w->n,
         .clamped = 0,
-        .imputed_count = imputed,
         .debias = debias,
         .n_debias = 2,
     };
@@ -481,8 +480,7 @@ static int cumul_release_step(dp_release_half *rel, uint64_t t, const dp_stats *
     w->done = t;
     if (t >= w->T)
         w->exhausted = 1;
-    uint64_t imputed = st->scalars[1] > 0 ? (uint64_t)st->scalars[1] : 0;
-    return cumul_emit_event(w, t, w->rho_b[t], imputed, sigma2_max, sink);
+    return cumul_emit_event(w, t, w->rho_b[t], sigma2_max, sink);
 }
 
 static int cumul_release_save(const dp_release_half *rel, dp_buf *b)

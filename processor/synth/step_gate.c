@@ -8,7 +8,7 @@
 
 #include "core/dp_error.h"
 
-const dp_gate_policy dp_gate_policy_default = {.lookahead = 0, .close_on_roster = 1};
+const dp_gate_policy dp_gate_policy_default = {.lookahead = 1, .close_on_roster = 0};
 
 /* A held update and everything it points to, in one allocation:
  * [raw][stream id][entity id][row][point], so nothing borrowed from the

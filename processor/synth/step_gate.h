@@ -83,7 +83,8 @@ typedef struct dp_step_gate {
     uint64_t       digest_sum[DP_GATE_DIGEST_BYTES / 8];
 } dp_step_gate;
 
-/* The policy of every existing deployment before the gate had one. */
+/* Hold the next step's data; close on markers (and the public step timer)
+ * only: no decision depends on anyone else's data. */
 extern const dp_gate_policy dp_gate_policy_default;
 
 void dp_gate_init(dp_step_gate *g, dp_synth *synth, const dp_gate_policy *policy);

@@ -118,7 +118,6 @@ typedef struct dp_release_manifest {
     dp_release_mode mode;
     uint64_t        record_count;
     int             clamped;          /* a noisy target was infeasible and clamped (ALGORITHMS.md §3) */
-    uint64_t        imputed_count;    /* entities missing at close, imputed by the public policy */
     const dp_kv    *debias;           /* e.g. {"n_pad", 41}, {"sigma2", 2000}, {"bins", 8} */
     size_t          n_debias;
 } dp_release_manifest;

@@ -261,8 +261,7 @@ static void window_drbg(const window_release *w, dp_drbg *g, uint64_t step, cons
 }
 
 static int emit_event(window_release *w, uint64_t step, double spent_step, int clamped,
-                      uint64_t imputed, const dp_release_sink *sink, uint64_t records,
-                      dp_release_mode mode)
+                      const dp_release_sink *sink, uint64_t records, dp_release_mode mode)
 {
     const dp_long_config *c = &w->cfg;
     dp_kv debias[] = {
@@ -279,7 +278,6 @@ static int emit_event(window_release *w, uint64_t step, double spent_step, int c
         .mode = mode,
         .record_count = records,
         .clamped = clamped,
-        .imputed_count = imputed,
         .debias = debias,
         .n_debias = sizeof debias / sizeof debias[0],
     };
@@ -316,12 +314,11 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
     if (step != w->done + 1 || st->step != step || !st->sorted)
         return dp_err(errstr, errstr_size, DP_ESTATE, "window: statistics for step %llu, expected %llu",
                       (unsigned long long)st->step, (unsigned long long)(w->done + 1));
-    uint64_t imputed = st->scalars[1] > 0 ? (uint64_t)st->scalars[1] : 0;
     if (step < c->k) {
         if (st->n_cells != 0)
             return dp_err(errstr, errstr_size, DP_EINVAL, "window: pattern counts before step k");
         w->done = step;
-        return emit_event(w, step, 0.0, 0, imputed, sink, 0, DP_RELEASE_DELTA);
+        return emit_event(w, step, 0.0, 0, sink, 0, DP_RELEASE_DELTA);
     }
 
     /* Ĉ_s = C_s + n_pad + N_Z(σ²), drawn in pattern order from one
@@ -450,7 +447,7 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
     w->done = step;
     if (step >= c->horizon)
         w->exhausted = 1;
-    return emit_event(w, step, w->rho_step, clamped, imputed, sink, records,
+    return emit_event(w, step, w->rho_step, clamped, sink, records,
                       step == c->k ? DP_RELEASE_FULL : DP_RELEASE_DELTA);
 }
 

@@ -55,15 +55,24 @@ def flatten(prefix, value, out):
 
 
 def fields(published):
-    """(file, line number, json path) -> value, plus each file's line count."""
+    """Every published value, keyed by where it sits: (file, line type,
+    stream, step, ordinal within that release, json path), plus how many
+    lines each (file, type, stream, step) has.  Keying by position in the
+    release rather than by line number keeps one release's fields aligned
+    across runs whose earlier releases had other sizes."""
     out = {}
     for name, lines in published.items():
-        out[(name, "#lines")] = len(lines)
-        for i, obj in enumerate(lines):
+        seen = {}
+        for obj in lines:
+            group = (name, obj.get("type"), obj.get("stream"), obj.get("step"))
+            ordinal = seen.get(group, 0)
+            seen[group] = ordinal + 1
             flat = {}
             flatten("", obj, flat)
             for path, v in flat.items():
-                out[(name, i, path)] = v
+                out[group + (ordinal, path)] = v
+        for group, n in seen.items():
+            out[group + ("#lines",)] = n
     return out
 
 

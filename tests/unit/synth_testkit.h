@@ -22,7 +22,7 @@ typedef struct tk_sink {
     dp_buf   out;
     uint64_t records, manifests, budgets;
     /* last manifest / budget event */
-    uint64_t m_step, m_records, m_imputed;
+    uint64_t m_step, m_records;
     int      m_clamped, m_mode;
     double   m_debias[8];
     char     m_debias_keys[8][24];
@@ -70,7 +70,6 @@ static inline int tk_manifest(void *ctx, const dp_release_manifest *m)
     dp_buf_put_u32(&s->out, (uint32_t)m->mode);
     dp_buf_put_u64(&s->out, m->record_count);
     dp_buf_put_u32(&s->out, (uint32_t)m->clamped);
-    dp_buf_put_u64(&s->out, m->imputed_count);
     s->m_n_debias = m->n_debias < 8 ? m->n_debias : 8;
     for (size_t i = 0; i < m->n_debias; i++) {
         tk_put_str(&s->out, m->debias[i].key);
@@ -83,7 +82,6 @@ static inline int tk_manifest(void *ctx, const dp_release_manifest *m)
     s->manifests++;
     s->m_step = m->step;
     s->m_records = m->record_count;
-    s->m_imputed = m->imputed_count;
     s->m_clamped = m->clamped;
     s->m_mode = (int)m->mode;
     return 0;

@@ -146,10 +146,10 @@ static void test_release_lines(void)
     dp_kv debias[] = {{"n_pad", 41}, {"sigma2", 2000.5}, {"bins", 8}};
     dp_release_manifest m = {.stream_id = "panel-a", .stream_id_len = 7, .step = 3, .synthesizer = "window",
                              .mode = DP_RELEASE_FULL, .record_count = 25123, .clamped = 1,
-                             .imputed_count = 2, .debias = debias, .n_debias = 3};
+                             .debias = debias, .n_debias = 3};
     CU_ASSERT_EQUAL(dp_update_json_format_manifest(&b, &m), 0);
     expect_line(&b, "{\"type\":\"manifest\",\"stream\":\"panel-a\",\"step\":3,\"synthesizer\":\"window\",\"mode\":\"FULL\","
-                    "\"record_count\":25123,\"clamped\":true,\"imputed_count\":2,"
+                    "\"record_count\":25123,\"clamped\":true,"
                     "\"debias\":{\"n_pad\":41,\"sigma2\":2000.5,\"bins\":8}}\n");
 
     dp_jbuf_reset(&b);

@@ -334,7 +334,6 @@ static void test_release_contract(void)
             CU_ASSERT_EQUAL(k.m_records, (uint64_t)pop);
             CU_ASSERT_EQUAL(k.m_mode, t == 3 ? DP_RELEASE_FULL : DP_RELEASE_DELTA);
         }
-        CU_ASSERT_EQUAL(k.m_imputed, t == 4 ? 7u : 0u);
         CU_ASSERT_EQUAL(k.b_status, t == 5 ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE);
     }
     const dp_ledger *l = dp_synth_ledger(s);
