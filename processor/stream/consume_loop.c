@@ -23,6 +23,7 @@
 #include "stream/log.h"
 #include "stream/processor_internal.h"
 #include "stream/committer.h"
+#include "stream/kafka_util.h"
 #include "stream/snapshot_publish.h"
 
 /* --- dead letters ---------------------------------------------------------------- */
@@ -143,16 +144,45 @@ static int accepted(proc *p, ps_stream *s, int64_t offset)
 
 /* Everything the header comment lists for one decoded message (its
  * partition is assigned and already marked consumed). */
+/* One stream, one partition, one owner (README: input contract): the key
+ * must be the stream id, and the partition the one the configured
+ * partitioner gives that key — else two instances could each build a
+ * state for the stream and each spend its budget.  The check needs only
+ * the message's own key, partition and stream field. */
+static int key_mismatch(proc *p, const rd_kafka_message_t *m, const dp_update *u, char *msg, size_t n)
+{
+    if (!m->key || m->key_len != u->stream_id_len || memcmp(m->key, u->stream_id, m->key_len) != 0) {
+        snprintf(msg, n, "the message's key %s the stream id",
+                 m->key ? "is not" : "is null; it must be");
+        return 1;
+    }
+    int32_t cnt = ps_input_partition_count(p);
+    if (cnt <= 0)
+        return 0;   /* metadata unavailable: the stream table's own check below still holds */
+    int32_t home = dp_kafka_key_partition(p->cfg->partitioner, u->stream_id, u->stream_id_len, cnt);
+    if (home != m->partition) {
+        snprintf(msg, n, "stream id '%.*s' belongs in partition %" PRId32 " of %" PRId32 " (partitioner %s), "
+                 "but the message is in partition %" PRId32, (int)(u->stream_id_len < 100 ? u->stream_id_len : 100),
+                 u->stream_id, home, cnt, p->cfg->partitioner, m->partition);
+        return 1;
+    }
+    return 0;
+}
+
 static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *u)
 {
     char msg[384];
     int rc;
+    if (!m->key || m->key_len != u->stream_id_len || memcmp(m->key, u->stream_id, m->key_len) != 0)
+        return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, key_mismatch(p, m, u, msg, sizeof msg) ? msg : "");
     dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
     ps_stream *s = slot ? slot->value : NULL;
     if (!s) {
         const dp_stream_route *route = dp_stream_config_route(p->cfg, u->stream_id, u->stream_id_len);
         if (!route)
             return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
+        if (key_mismatch(p, m, u, msg, sizeof msg))
+            return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, msg);
         if (!(s = ps_stream_new(p, u->stream_id, u->stream_id_len, route, m->partition)))
             return DP_ENOMEM;
         dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
@@ -173,11 +203,10 @@ static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *
         slot->value = s;
     }
     if (s->partition != m->partition) {
-        /* A stream's updates must all live in one partition (key = stream
-         * id); one that does not is refused rather than split across owners. */
-        snprintf(msg, sizeof msg, "stream's updates arrive in partition %" PRId32 " but this one is in %" PRId32,
-                 s->partition, m->partition);
-        return dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+        /* checked against the partitioner when the stream was created */
+        snprintf(msg, sizeof msg, "stream '%.*s' lives in partition %" PRId32 " but this message is in %" PRId32,
+                 (int)(s->id_len < 100 ? s->id_len : 100), s->id, s->partition, m->partition);
+        return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, msg);
     }
     if (m->offset < s->skip_below)
         return DP_OK;   /* reflected in the restored snapshot */
@@ -225,7 +254,8 @@ static ps_stream *run_candidate(proc *p, const rd_kafka_message_t *m, const dp_u
         dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
         s = slot ? slot->value : NULL;
     }
-    if (!s || s->partition != m->partition || m->offset < s->skip_below || !dp_gate_run_eligible(&s->gate, u))
+    if (!s || s->partition != m->partition || m->offset < s->skip_below || !dp_gate_run_eligible(&s->gate, u) ||
+        !m->key || m->key_len != s->id_len || memcmp(m->key, s->id, s->id_len) != 0)
         return NULL;
     return s;
 }

@@ -78,6 +78,7 @@ typedef struct proc {
     dp_bytes_map                streams;      /* id -> ps_stream* */
     ps_partition               *parts;        /* grown by ps_part_get */
     int32_t                     n_parts;
+    int32_t                     n_input_partitions;  /* processor_state (cached), rebalance resets: 0 = unknown */
     /* committer */
     int                         txn_open;
     int64_t                     txn_begin_ms;
@@ -122,5 +123,8 @@ ps_partition *ps_part_get(proc *p, int32_t id);   /* grows the table; NULL if ou
 ps_stream    *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route, int32_t partition);
 void          ps_stream_free(ps_stream *s);
 int           ps_drop_unassigned_streams(proc *p);
+/* The updates topic's partition count (metadata, cached until the next
+ * rebalance), or 0 if the broker did not say. */
+int32_t       ps_input_partition_count(proc *p);
 
 #endif

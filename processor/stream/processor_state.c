@@ -85,3 +85,19 @@ ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_ro
     (void)p;
     return s;
 }
+
+int32_t ps_input_partition_count(proc *p)
+{
+    if (p->n_input_partitions > 0)
+        return p->n_input_partitions;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(p->consumer, p->cfg->topic_updates, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    if (t && rd_kafka_metadata(p->consumer, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+        !md->topics[0].err)
+        p->n_input_partitions = md->topics[0].partition_cnt;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (t)
+        rd_kafka_topic_destroy(t);
+    return p->n_input_partitions;
+}

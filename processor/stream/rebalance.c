@@ -103,6 +103,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
 {
     proc *p = opaque;
     p->generation++;
+    p->n_input_partitions = 0;   /* the topic may have grown: ask again */
     ps_commit_wait(p);   /* a restore reads the state topic this commit writes */
     int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
