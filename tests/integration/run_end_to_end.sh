@@ -4,9 +4,10 @@
 #   * four streams (two window, two cumulative) over a 4-partition updates
 #     topic, plus bad input of every kind the replay also rejects;
 #   * a fifth stream produced as one contiguous block, so that the
-#     processor ingests it in long runs (handle_batch), with a report that
-#     follows its step's roster completion in the same run: sequential
-#     handling calls it LATE, and so must the batched path;
+#     processor ingests it in long runs (handle_batch), whose route closes
+#     a step when its roster is complete (close_on_complete_roster), with a
+#     report that follows its step's roster completion in the same run:
+#     sequential handling calls it LATE, and so must the batched path;
 #   * the processor runs until every step is released, then SIGTERM:
 #     exit 0, group left;
 #   * committed outputs (read_committed, `dpstream export`): every step
@@ -40,6 +41,8 @@ cat > "$WORK/config.json" <<EOF
            "group.id": "$PREFIX.group"},
  "delta": 1e-6,
  "streams": [
+   {"match": "win/solo", "synthesizer": "window", "close_on_complete_roster": true,
+    "config": {"horizon": 6, "k": 2, "categories": 2, "rho": 0.5}},
    {"prefix": "win/", "synthesizer": "window",
     "config": {"horizon": 6, "k": 2, "categories": 2, "rho": 0.5}},
    {"prefix": "cum/", "synthesizer": "cumulative",
