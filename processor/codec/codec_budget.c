@@ -51,7 +51,13 @@ static int fill_budget(dp_codec *c, const dp_budget_event *e, char *errstr, size
         (rc = dpc_set_named_values(&f[BUD_NOISE], e->noise, e->n_noise, "BudgetEvent.noise",
                                    errstr, errstr_size)) != DP_OK ||
         (rc = dpc_set_named_values(&f[BUD_ACCURACY], e->accuracy, e->n_accuracy,
-                                   "BudgetEvent.accuracy", errstr, errstr_size)) != DP_OK)
+                                   "BudgetEvent.accuracy", errstr, errstr_size)) != DP_OK ||
+        (rc = dpc_set_str(c, &f[BUD_PUBLIC], e->public_inputs ? e->public_inputs : "",
+                          e->public_inputs ? strlen(e->public_inputs) : 0, 0, "BudgetEvent.public_inputs", errstr,
+                          errstr_size)) != DP_OK ||
+        (rc = dpc_set_str(c, &f[BUD_KEY_FP], e->key_fingerprint ? e->key_fingerprint : "",
+                          e->key_fingerprint ? strlen(e->key_fingerprint) : 0, 0, "BudgetEvent.key_fingerprint",
+                          errstr, errstr_size)) != DP_OK)
         return rc;
     if (avro_value_set_long(&f[BUD_STEP], (int64_t)e->step) != 0 ||
         avro_value_set_enum(&f[BUD_STATUS], (int)e->status) != 0 ||
@@ -119,6 +125,10 @@ int dp_codec_decode_budget(dp_codec *c, const void *data, size_t len, dp_budget_
         (rc = dpc_get_str(&f[BUD_MECH], &e.mechanism, &slen, 1, "BudgetEvent.mechanism", errstr,
                           errstr_size)) != DP_OK ||
         (rc = dpc_get_str(&f[BUD_UNIT], &e.unit, &slen, 1, "BudgetEvent.unit", errstr,
+                          errstr_size)) != DP_OK ||
+        (rc = dpc_get_str(&f[BUD_PUBLIC], &e.public_inputs, &slen, 0, "BudgetEvent.public_inputs", errstr,
+                          errstr_size)) != DP_OK ||
+        (rc = dpc_get_str(&f[BUD_KEY_FP], &e.key_fingerprint, &slen, 0, "BudgetEvent.key_fingerprint", errstr,
                           errstr_size)) != DP_OK)
         return rc;
     if (n_noise > SIZE_MAX - n_acc ||

@@ -16,6 +16,7 @@ const char *dp_status_str(int status)
     case DP_EIO:      return "I/O error";
     case DP_ESTATE:   return "invalid state";
     case DP_ECANCELED: return "canceled";
+    case DP_EKEY:      return "state built with another noise key";
     default:          return "unknown error";
     }
 }

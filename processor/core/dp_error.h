@@ -19,6 +19,7 @@ typedef enum dp_status {
     DP_EIO         = -7,
     DP_ESTATE      = -8,  /* call not valid in the object's current state */
     DP_ECANCELED   = -9,  /* stopped on request (a signal) before finishing */
+    DP_EKEY        = -10, /* state built with another noise key (refused: double spend) */
 } dp_status;
 
 const char *dp_status_str(int status);

@@ -224,3 +224,11 @@ void dp_key_wipe(dp_key *key)
 {
     sodium_memzero(key, sizeof *key);
 }
+
+void dp_key_fingerprint(const dp_key *key, char out[DP_KEY_FINGERPRINT_HEX])
+{
+    static const char label[] = "dpstream key fingerprint v1";
+    uint8_t h[16];
+    crypto_generichash(h, sizeof h, (const uint8_t *)label, sizeof label - 1, key->bytes, sizeof key->bytes);
+    sodium_bin2hex(out, DP_KEY_FINGERPRINT_HEX, h, sizeof h);
+}

@@ -149,6 +149,12 @@ int  dp_key_from_hex(dp_key *key, const char *hex, char *errstr, size_t errstr_s
 /* Read a key file: exactly 32 raw bytes, or 64 hex digits (optionally
  * followed by a newline).  Returns 0, DP_EIO or DP_EINVAL. */
 int  dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_size);
+/* A fingerprint of the key that reveals nothing about it: BLAKE2b keyed
+ * with the key over a fixed label (domain-separated from every noise
+ * draw), 16 bytes as 32 lowercase hex digits + NUL.  Published in budget
+ * events and kept in snapshots, so a restart with another key is caught. */
+#define DP_KEY_FINGERPRINT_HEX 33
+void dp_key_fingerprint(const dp_key *key, char out[DP_KEY_FINGERPRINT_HEX]);
 /* Fresh key from the OS CSPRNG (libsodium randombytes). */
 void dp_key_generate(dp_key *key);
 /* Write a fresh key as 32 raw bytes to a new file created with mode 0600;

@@ -62,8 +62,26 @@ static int state_record_wanted(proc *p, const rd_kafka_message_t *m, const rd_ka
     int32_t part;
     if (dp_state_owner(p->codec, m->payload, m->len, &topic, &topic_len, &part) != DP_OK)
         return 1;
-    if (topic_len != strlen(p->cfg->topic_updates) || memcmp(topic, p->cfg->topic_updates, topic_len) != 0)
+    if (topic_len != strlen(p->cfg->topic_updates) || memcmp(topic, p->cfg->topic_updates, topic_len) != 0) {
+        /* A stream this configuration routes, with state built from another
+         * updates topic (topics.updates or the prefix changed): starting it
+         * afresh would release its steps again with the same noise over
+         * whatever the new topic holds.  Refuse, as for a changed route. */
+        size_t reserved = sizeof DP_STATE_RESERVED_KEY_PREFIX - 1;
+        const char *key = m->key;
+        if (key && !dp_state_key_is_chunk(key, m->key_len) &&
+            !(m->key_len >= reserved && memcmp(key, DP_STATE_RESERVED_KEY_PREFIX, reserved) == 0) &&
+            dp_stream_config_route(p->cfg, key, m->key_len)) {
+            char msg[768];
+            snprintf(msg, sizeof msg, "stream '%.*s' has state in %s built from updates topic '%.*s', but this "
+                     "configuration reads '%s'; refusing to start it afresh (its steps would be released again with "
+                     "the same noise): restore the topic name, or give the new input new stream ids or a new key",
+                     (int)(m->key_len < 200 ? m->key_len : 200), key, p->cfg->topic_state,
+                     (int)(topic_len < 200 ? topic_len : 200), topic, p->cfg->topic_updates);
+            ps_set_fatal(p, "%s", msg);
+        }
         return 0;
+    }
     for (int i = 0; i < l->cnt; i++)
         if (l->elems[i].partition == part)
             return 1;
@@ -295,6 +313,8 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     dp_bytes_map latest;
     dp_bytes_map_init(&latest);
     int rc = read_state_topic(p, &latest, l);
+    if (rc == DP_OK && p->fatal)
+        rc = DP_EINVAL;   /* a refused record (read_state_topic says which) */
     dp_buf scratch;
     dp_buf_init(&scratch);
     size_t topic_len = strlen(p->cfg->topic_updates);

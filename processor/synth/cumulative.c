@@ -374,6 +374,7 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
         .mechanism = w->mechanism,
         .unit = "user-level over horizon T",
         .neighbors = dp_long_neighbors_name(c),
+        .public_inputs = dp_long_public_inputs(c),
         .spent_step = spent,
         .noise = noise,
         .n_noise = 3,

@@ -9,9 +9,9 @@
 #include <string.h>
 
 static const char *WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
-                                    "beta", "n_pad", "impute", "delta", NULL};
+                                    "assume_public_n", "beta", "n_pad", "impute", "delta", NULL};
 static const char *CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
-                                        "beta", "impute", "delta", "counter", NULL};
+                                        "assume_public_n", "beta", "impute", "delta", "counter", NULL};
 
 static int key_known(const char *k, const char **keys)
 {
@@ -164,6 +164,25 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
             return dp_err(errstr, errstr_size, DP_EINVAL,
                           "%s: neighbors must be \"replace\" or \"add_remove\"", name);
     }
+    if ((v = json_object_get(cfg, "assume_public_n"))) {
+        if (!json_is_boolean(v))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: assume_public_n must be true or false", name);
+        c->assume_public_n = json_is_true(v);
+    }
+    /* Both synthesizers release exactly n records (window: n + c^k·n_pad,
+     * cumulative: n), so the roster size is in every release.  Under
+     * replace neighbours n is fixed and public; add/remove neighbours
+     * protect it, so that claim would be false (ALGORITHMS.md §1) unless
+     * the operator declares n public, as seed 000 does. */
+    if (!c->replace && !c->assume_public_n)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: neighbors \"add_remove\" is refused: every release reveals the roster size n exactly "
+                      "(its record count), which add/remove neighbours protect; use \"replace\" (n public), or set "
+                      "\"assume_public_n\": true to use the paper's calibration with n declared public (stated in "
+                      "every budget event)", name);
+    if (c->replace && c->assume_public_n)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: assume_public_n applies to neighbors \"add_remove\" only (n is public under replace)", name);
     if ((v = json_object_get(cfg, "beta"))) {
         if ((rc = get_real(v, name, "beta", &c->beta, errstr, errstr_size)) != DP_OK)
             return rc;
@@ -219,6 +238,26 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
 const char *dp_long_neighbors_name(const dp_long_config *c)
 {
     return c->replace ? "replace" : "add_remove";
+}
+
+const char *dp_long_public_inputs(const dp_long_config *c)
+{
+    if (c->is_window)
+        return c->replace
+                   ? "replace neighbours (one person's whole sequence changes): public are the roster (who "
+                     "reported at step 1) and its size n, the configuration (T, k, categories, n_pad, sigma2) and "
+                     "the step boundaries; the synthetic records and the clamped flag come from the charged "
+                     "discrete Gaussian pattern counts"
+                   : "add/remove neighbours with n declared public (assume_public_n, seed 000's calibration): the "
+                     "record count reveals the roster size n exactly, which add/remove neighbours would protect; "
+                     "public also the configuration (T, k, categories, n_pad, sigma2) and the step boundaries";
+    return c->replace
+               ? "replace neighbours (one person's whole sequence changes): public are the roster (who reported at "
+                 "step 1) and its size n, the configuration (T, counter, sigma2) and the step boundaries; the "
+                 "synthetic bits come from the charged discrete Gaussian counters"
+               : "add/remove neighbours with n declared public (assume_public_n, seed 000's calibration): the record "
+                 "count reveals the roster size n exactly, which add/remove neighbours would protect; public also "
+                 "the configuration (T, counter, sigma2) and the step boundaries";
 }
 
 void dp_long_fill_budget(dp_budget_event *e, const dp_ledger *l, double delta)

@@ -23,6 +23,7 @@ typedef struct dp_long_config {
     uint32_t  categories;     /* c (cumulative: 2) */
     double    rho;            /* total zCDP budget over the horizon */
     int       replace;        /* neighbors: 1 = replace (default), 0 = add_remove */
+    int       assume_public_n;/* add_remove only: n declared public (the paper's setting) */
     double    beta;
     int       n_pad_given;
     uint64_t  n_pad;
@@ -39,6 +40,8 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
                          char *errstr, size_t errstr_size);
 
 const char *dp_long_neighbors_name(const dp_long_config *c);
+/* The budget events' public_inputs sentence for this configuration. */
+const char *dp_long_public_inputs(const dp_long_config *c);
 
 /* Fill spent/total/epsilon fields of a budget event from a zCDP ledger. */
 void dp_long_fill_budget(dp_budget_event *e, const dp_ledger *l, double delta);

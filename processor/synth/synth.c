@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SYNTH_MAGIC 0x314e5953u   /* "SYN1" */
+#define SYNTH_MAGIC 0x324e5953u   /* "SYN2": with the key fingerprint */
 
 extern const dp_synth_ops dp_synth_ops_window;
 extern const dp_synth_ops dp_synth_ops_cumulative;
@@ -83,6 +83,9 @@ struct dp_synth {
      * release half is private to the bundle and changes only in
      * release_step / release_load, after which the cache is refreshed. */
     int                 exhausted;
+    char                key_fp[DP_KEY_FINGERPRINT_HEX];   /* of env->key */
+    const dp_release_sink *sink;                          /* during a close: the caller's */
+    char                stream_id[128];                   /* for messages (truncated) */
 };
 
 int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
@@ -99,6 +102,9 @@ int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     s->ops = ops;
     s->open_step = 1;
+    dp_key_fingerprint(env->key, s->key_fp);
+    snprintf(s->stream_id, sizeof s->stream_id, "%.*s", (int)(env->stream_id_len < 120 ? env->stream_id_len : 120),
+             env->stream_id ? env->stream_id : "");
     dp_stats_init(&s->stats, 1);
     int rc = ops->ingest_create(&s->in, config, errstr, errstr_size);
     if (rc == DP_OK)
@@ -165,6 +171,26 @@ int dp_synth_roster_complete(const dp_synth *s)
     return s->ops->ingest_roster_complete(s->in);
 }
 
+static int sink_record_fwd(void *ctx, const dp_synth_record *r)
+{
+    const dp_synth *s = ctx;
+    return s->sink->record ? s->sink->record(s->sink->ctx, r) : 0;
+}
+
+static int sink_manifest_fwd(void *ctx, const dp_release_manifest *m)
+{
+    const dp_synth *s = ctx;
+    return s->sink->manifest ? s->sink->manifest(s->sink->ctx, m) : 0;
+}
+
+static int sink_budget_fp(void *ctx, const dp_budget_event *e)
+{
+    const dp_synth *s = ctx;
+    dp_budget_event with = *e;
+    with.key_fingerprint = s->key_fp;
+    return s->sink->budget ? s->sink->budget(s->sink->ctx, &with) : 0;
+}
+
 int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, size_t errstr_size)
 {
     if (s->ops->release_exhausted(s->rel))
@@ -176,7 +202,13 @@ int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, 
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, "%s: computing step %llu statistics: %s", s->ops->name,
                       (unsigned long long)s->open_step, dp_status_str(rc));
-    rc = s->ops->release_step(s->rel, s->open_step, &s->stats, sink, errstr, errstr_size);
+    /* Every budget event names the key's fingerprint: the release halves
+     * do not know the key, the bundle does. */
+    dp_release_sink wrapped = {.ctx = s, .record = sink_record_fwd, .manifest = sink_manifest_fwd,
+                               .budget = sink_budget_fp};
+    s->sink = sink;
+    rc = s->ops->release_step(s->rel, s->open_step, &s->stats, &wrapped, errstr, errstr_size);
+    s->sink = NULL;
     s->exhausted = s->ops->release_exhausted(s->rel);   /* also after a failed release */
     if (rc != DP_OK)
         return rc;
@@ -193,6 +225,7 @@ int dp_synth_snapshot(const dp_synth *s, dp_buf *out)
 {
     dp_buf_put_u32(out, SYNTH_MAGIC);
     dp_buf_put_blob(out, s->ops->name, strlen(s->ops->name));
+    dp_buf_put_blob(out, s->key_fp, strlen(s->key_fp));
     dp_buf_put_u64(out, s->open_step);
     int rc = s->ops->ingest_save(s->in, out);
     if (rc == DP_OK)
@@ -218,6 +251,17 @@ int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
         dp_synth_destroy(s);
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "%s: snapshot is not a %s synthesizer state",
                       name, name);
+    }
+    size_t fplen;
+    const uint8_t *fp = dp_reader_blob(&r, &fplen);
+    if (!fp || fplen != strlen(s->key_fp) || memcmp(fp, s->key_fp, fplen) != 0) {
+        rc = dp_err(errstr, errstr_size, DP_EKEY,
+                    "%s stream '%s': its state was built with another noise key (fingerprint %.*s, this key's "
+                    "is %s); refusing to continue: fresh noise over the same data would spend its budget a "
+                    "second time — restart with the stream's original key", name, s->stream_id,
+                    fp && fplen < 64 ? (int)fplen : 0, fp ? (const char *)fp : "", s->key_fp);
+        dp_synth_destroy(s);
+        return rc;
     }
     s->open_step = dp_reader_u64(&r);
     rc = s->ops->ingest_load(s->in, &r);

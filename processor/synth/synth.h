@@ -135,6 +135,8 @@ typedef struct dp_budget_event {
     const char       *mechanism;      /* e.g. "window/discrete_gaussian" */
     const char       *unit;           /* "user-level over horizon T", "event-level", … */
     const char       *neighbors;      /* "replace" or "add_remove" */
+    const char       *public_inputs;  /* what the release treats as public, in words (ALGORITHMS.md §1) */
+    const char       *key_fingerprint;/* dp_key_fingerprint of the noise key (filled in by dp_synth) */
     dp_privacy_model  model;
     double            spent_step;
     double            spent_total;

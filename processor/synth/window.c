@@ -294,6 +294,7 @@ static int emit_event(window_release *w, uint64_t step, double spent_step, int c
         .mechanism = "window/discrete_gaussian",
         .unit = "user-level over horizon T",
         .neighbors = dp_long_neighbors_name(c),
+        .public_inputs = dp_long_public_inputs(c),
         .spent_step = spent_step,
         .noise = noise,
         .n_noise = 2,

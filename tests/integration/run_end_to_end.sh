@@ -205,4 +205,39 @@ stop_processor
 for f in releases.jsonl budget.jsonl deadletter.jsonl; do
     cmp -s "$WORK/out1/$f" "$WORK/out/$f" || fail "restart changed $f"
 done
+# every budget event names the key by its fingerprint, never the key
+python3 - "$WORK" "$KEY" <<'EOF' || fail "budget events do not carry the key's fingerprint"
+import json, sys
+w, key = sys.argv[1], sys.argv[2]
+fps = {json.loads(l)["key_fingerprint"] for l in open(f"{w}/out/budget.jsonl")}
+sys.exit(0 if len(fps) == 1 and len(next(iter(fps))) == 32 and next(iter(fps)) not in key else 1)
+EOF
+
+# --- refusals: another key, another updates topic, with the state already there -----
+refused() {   # $1 = what, $2 = log, $3.. = the run command; the run must exit non-zero naming a stream
+    local rc=0
+    timeout 90 "${@:3}" > /dev/null 2> "$2" || rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "$1: processor did not refuse (exit $rc)"
+    grep -q "stream 'win/\\|stream 'cum/" "$2" || { tail -5 "$2" >&2; fail "$1: the refusal does not name the stream"; }
+}
+KEY2=${KEY%?}0
+refused "restart with another key" "$WORK/key2.err" \
+    "$BIN" run --config "$WORK/config.json" --key-hex "$KEY2" --instance-id e2e --idle-timeout-ms 0
+grep -q "another noise key" "$WORK/key2.err" || fail "restart with another key: wrong reason"
+python3 - "$WORK" <<'EOF'
+import json, sys
+w = sys.argv[1]
+c = json.load(open(f"{w}/config.json"))
+c["topics"]["updates"] = c["topics"]["prefix"] + ".updates-v2"
+json.dump(c, open(f"{w}/config2.json", "w"))
+EOF
+"$BIN" produce --config "$WORK/config2.json" --input "$WORK/win_a.jsonl" --partitions 1 > /dev/null 2>&1 \
+    || fail "produce to the renamed updates topic"
+refused "changed updates topic" "$WORK/topic2.err" \
+    "$BIN" run --config "$WORK/config2.json" --key-hex "$KEY" --instance-id e2e2 --idle-timeout-ms 0
+grep -q "built from updates topic" "$WORK/topic2.err" || fail "changed updates topic: wrong reason"
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" || fail "export after refusals"
+for f in releases.jsonl budget.jsonl; do
+    cmp -s "$WORK/out1/$f" "$WORK/out/$f" || fail "a refused start released something ($f)"
+done
 echo "PASS run_end_to_end: $EXPECT_RELEASES releases and $EXPECT_REJECTS dead letters identical to replay; restart exact"

@@ -273,7 +273,7 @@ static double sigma2_first_step(const char *cfg_text)
 static void test_replace_doubles_variance(void)
 {
     double rep = sigma2_first_step("{\"horizon\":12,\"rho\":0.01}");
-    double add = sigma2_first_step("{\"horizon\":12,\"rho\":0.01,\"neighbors\":\"add_remove\"}");
+    double add = sigma2_first_step("{\"horizon\":12,\"rho\":0.01,\"neighbors\":\"add_remove\",\"assume_public_n\":true}");
     CU_ASSERT(add > 1);
     CU_ASSERT_DOUBLE_EQUAL(rep / add, 2.0, 1e-4);
 }

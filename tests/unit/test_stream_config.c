@@ -313,6 +313,13 @@ static void test_gate_and_partitioner(void)
          "streams[0].lookahead"},
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"lookahead\":-1,\"config\":" WINDOW_CFG "}]}",
          "streams[0].lookahead"},
+        /* both release n exactly: add/remove neighbours only with n declared public */
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":{\"horizon\":4,\"k\":1,"
+         "\"rho\":1,\"neighbors\":\"add_remove\"}}]}", "neighbors \"add_remove\" is refused"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"cumulative\",\"config\":{\"horizon\":4,"
+         "\"rho\":1,\"neighbors\":\"add_remove\"}}]}", "reveals the roster size n"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"cumulative\",\"config\":{\"horizon\":4,"
+         "\"rho\":1,\"assume_public_n\":true}}]}", "assume_public_n applies to neighbors"},
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"close_on_complete_roster\":1,"
          "\"config\":" WINDOW_CFG "}]}", "streams[0].close_on_complete_roster"},
     };

@@ -159,14 +159,16 @@ static void test_release_lines(void)
                          .mechanism = "window/discrete_gaussian", .unit = "user-level over horizon T",
                          .neighbors = "replace", .model = DP_PRIVACY_ZCDP, .spent_step = 0.0005,
                          .spent_total = 0.005, .budget_total = 0.005, .delta = 1e-6, .eps_simple = NAN,
-                         .eps_cks = 0.3, .noise = noise, .n_noise = 1, .accuracy = acc, .n_accuracy = 2};
+                         .eps_cks = 0.3, .noise = noise, .n_noise = 1, .accuracy = acc, .n_accuracy = 2,
+                         .public_inputs = "n is public", .key_fingerprint = "00ff"};
     CU_ASSERT_EQUAL(dp_update_json_format_budget(&b, &e), 0);
     expect_line(&b, "{\"type\":\"budget\",\"stream\":\"s\",\"step\":12,\"status\":\"EXHAUSTED\","
                     "\"mechanism\":\"window/discrete_gaussian\",\"unit\":\"user-level over horizon T\","
                     "\"neighbors\":\"replace\",\"model\":\"zcdp\",\"spent_step\":0.00050000000000000001,"
                     "\"spent_total\":0.0050000000000000001,\"budget_total\":0.0050000000000000001,"
                     "\"delta\":9.9999999999999995e-07,\"eps_simple\":null,\"eps_cks\":0.29999999999999999,"
-                    "\"noise\":{\"sigma2\":2000},\"accuracy\":{\"beta\":0.050000000000000003,\"max_error\":0.10000000000000001}}\n");
+                    "\"noise\":{\"sigma2\":2000},\"accuracy\":{\"beta\":0.050000000000000003,\"max_error\":0.10000000000000001},"
+                    "\"public_inputs\":\"n is public\",\"key_fingerprint\":\"00ff\"}\n");
     dp_jbuf_free(&b);
 }
 
