@@ -493,6 +493,12 @@ int dp_update_json_format_budget(dp_jbuf *b, const dp_budget_event *e)
     dp_jbuf_double(b, e->eps_cks);
     rc |= put_kvs(b, "noise", e->noise, e->n_noise);
     rc |= put_kvs(b, "accuracy", e->accuracy, e->n_accuracy);
+    put_key(b, "spent_units_step", 0);
+    dp_jbuf_u64(b, e->spent_units_step);
+    put_key(b, "spent_units_total", 0);
+    dp_jbuf_u64(b, e->spent_units_total);
+    put_key(b, "budget_units", 0);
+    dp_jbuf_u64(b, e->budget_units);
     rc |= put_str_field(b, "public_inputs", e->public_inputs ? e->public_inputs : "",
                         e->public_inputs ? strlen(e->public_inputs) : 0, 0);
     rc |= put_str_field(b, "key_fingerprint", e->key_fingerprint ? e->key_fingerprint : "",

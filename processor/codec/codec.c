@@ -10,14 +10,15 @@
 #include "codec/avro_check.h"
 #include "core/dp_error.h"
 
-const char *const dpc_field_names[DP_CODEC_TYPE_COUNT][20] = {
+const char *const dpc_field_names[DP_CODEC_TYPE_COUNT][24] = {
     [DP_CODEC_UPDATE] = {"stream", "step", "kind", "entity", "payload", "event_time", NULL},
     [DP_CODEC_SYNTHETIC_RECORD] = {"stream", "step", "chunk_index", "records", NULL},
     [DP_CODEC_RELEASE_MANIFEST] = {"stream", "step", "synthesizer", "mode", "record_count",
                                    "chunk_count", "checksum", "debias", "clamped", NULL},
     [DP_CODEC_BUDGET_EVENT] = {"stream", "step", "status", "mechanism", "unit", "neighbors",
                                "model", "spent_step", "spent_total", "budget_total", "delta",
-                               "eps_simple", "eps_cks", "noise", "accuracy", "public_inputs", "key_fingerprint", NULL},
+                               "eps_simple", "eps_cks", "noise", "accuracy", "spent_units_step", "spent_units_total", "budget_units",
+                               "public_inputs", "key_fingerprint", NULL},
     [DP_CODEC_DEAD_LETTER] = {"source_topic", "partition", "offset", "key", "reason",
                               "reason_text", "raw", NULL},
     [DP_CODEC_SNAPSHOT] = {"schema_version", "stream", "last_closed_step", "input_topic",

@@ -14,6 +14,9 @@ static const char *const NEIGHBORS[] = {"replace", "add_remove"};
 
 static int fill_budget(dp_codec *c, const dp_budget_event *e, char *errstr, size_t errstr_size)
 {
+    if (e->spent_units_step > (uint64_t)INT64_MAX || e->spent_units_total > (uint64_t)INT64_MAX ||
+        e->budget_units > (uint64_t)INT64_MAX)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "BudgetEvent: ledger units out of range");
     if (e->step < 1 || e->step > (uint64_t)INT64_MAX)
         return dp_err(errstr, errstr_size, DP_EINVAL, "BudgetEvent: step %llu outside 1..2^63-1",
                       (unsigned long long)e->step);
@@ -68,7 +71,10 @@ static int fill_budget(dp_codec *c, const dp_budget_event *e, char *errstr, size
         avro_value_set_double(&f[BUD_BUDGET_TOTAL], e->budget_total) != 0 ||
         dpc_set_opt_double(&f[BUD_DELTA], e->delta) != DP_OK ||
         dpc_set_opt_double(&f[BUD_EPS_SIMPLE], e->eps_simple) != DP_OK ||
-        dpc_set_opt_double(&f[BUD_EPS_CKS], e->eps_cks) != DP_OK)
+        dpc_set_opt_double(&f[BUD_EPS_CKS], e->eps_cks) != DP_OK ||
+        avro_value_set_long(&f[BUD_UNITS_STEP], (int64_t)e->spent_units_step) != 0 ||
+        avro_value_set_long(&f[BUD_UNITS_TOTAL], (int64_t)e->spent_units_total) != 0 ||
+        avro_value_set_long(&f[BUD_UNITS_BUDGET], (int64_t)e->budget_units) != 0)
         return dpc_avro_fail(errstr, errstr_size, "BudgetEvent");
     return DP_OK;
 }
@@ -101,7 +107,7 @@ int dp_codec_decode_budget(dp_codec *c, const void *data, size_t len, dp_budget_
             return dpc_avro_fail(errstr, errstr_size, "BudgetEvent");
     dp_budget_event e;
     memset(&e, 0, sizeof e);
-    int64_t step;
+    int64_t step, units[3];
     int status, neighbors, model;
     size_t n_noise, n_acc, slen;
     if (avro_value_get_long(&f[BUD_STEP], &step) != 0 ||
@@ -114,12 +120,20 @@ int dp_codec_decode_budget(dp_codec *c, const void *data, size_t len, dp_budget_
         dpc_get_opt_double(&f[BUD_DELTA], &e.delta) != DP_OK ||
         dpc_get_opt_double(&f[BUD_EPS_SIMPLE], &e.eps_simple) != DP_OK ||
         dpc_get_opt_double(&f[BUD_EPS_CKS], &e.eps_cks) != DP_OK ||
+        avro_value_get_long(&f[BUD_UNITS_STEP], &units[0]) != 0 ||
+        avro_value_get_long(&f[BUD_UNITS_TOTAL], &units[1]) != 0 ||
+        avro_value_get_long(&f[BUD_UNITS_BUDGET], &units[2]) != 0 ||
         avro_value_get_size(&f[BUD_NOISE], &n_noise) != 0 ||
         avro_value_get_size(&f[BUD_ACCURACY], &n_acc) != 0)
         return dpc_avro_fail(errstr, errstr_size, "BudgetEvent");
     if (step < 1)
         return dp_err(errstr, errstr_size, DP_EINVAL, "BudgetEvent: step %lld is not >= 1",
                       (long long)step);
+    if (units[0] < 0 || units[1] < 0 || units[2] < 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "BudgetEvent: negative ledger units");
+    e.spent_units_step = (uint64_t)units[0];
+    e.spent_units_total = (uint64_t)units[1];
+    e.budget_units = (uint64_t)units[2];
     if ((rc = dpc_get_str(&f[BUD_STREAM], &e.stream_id, &e.stream_id_len, 1, "BudgetEvent.stream",
                           errstr, errstr_size)) != DP_OK ||
         (rc = dpc_get_str(&f[BUD_MECH], &e.mechanism, &slen, 1, "BudgetEvent.mechanism", errstr,

@@ -242,6 +242,64 @@ int dp_ledger_init(dp_ledger *l, dp_privacy_model model, double budget,
     return DP_OK;
 }
 
+int dp_ledger_init_exact(dp_ledger *l, dp_privacy_model model, double budget, uint64_t units_total,
+                         char *errstr, size_t errstr_size)
+{
+    int rc = dp_ledger_init(l, model, budget, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    if (units_total == 0 || units_total > (1ull << 62))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: units_total must be in 1..2^62");
+    l->units_total = units_total;
+    return DP_OK;
+}
+
+double dp_ledger_units_value(const dp_ledger *l, uint64_t units)
+{
+    if (units == l->units_total)
+        return l->budget;
+    /* budget · units is exact in long double for units < 2^62 only up to
+     * its 64-bit mantissa; one rounding there and one to double, both
+     * deterministic (IEEE), so every replay reports the same figure. */
+    return (double)((long double)l->budget * (long double)units / (long double)l->units_total);
+}
+
+int dp_ledger_split_units(const double *w, size_t n, uint64_t total, uint64_t *out)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(w[i] > 0) || !isfinite(w[i]))
+            return DP_EINVAL;
+        sum += w[i];
+    }
+    if (n == 0 || !isfinite(sum))
+        return DP_EINVAL;
+    uint64_t given = 0;
+    long double *frac = malloc(n * sizeof *frac);
+    if (!frac)
+        return DP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        long double share = (long double)total * (long double)w[i] / (long double)sum;
+        uint64_t f = (uint64_t)share;
+        if (f > total - given)
+            f = total - given;
+        out[i] = f;
+        frac[i] = share - (long double)f;
+        given += f;
+    }
+    while (given < total) {   /* at most n rounds: each share lost less than one unit */
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (frac[i] > frac[best])
+                best = i;
+        out[best]++;
+        frac[best] = -1;
+        given++;
+    }
+    free(frac);
+    return DP_OK;
+}
+
 void dp_ledger_free(dp_ledger *l)
 {
     if (!l)
@@ -323,6 +381,50 @@ int dp_ledger_spend(dp_ledger *l, uint64_t step, const char *mechanism,
     return DP_OK;
 }
 
+int dp_ledger_spend_units(dp_ledger *l, uint64_t step, const char *mechanism, uint64_t units,
+                          char *errstr, size_t errstr_size)
+{
+    if (!l || !model_valid(l->model) || l->units_total == 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ledger: not an exact ledger");
+    if (l->exhausted)
+        return dp_err(errstr, errstr_size, DP_EBUDGET, "privacy budget exhausted; refusing %s at step %llu",
+                      mechanism ? mechanism : "(unnamed)", (unsigned long long)step);
+    size_t mlen = mechanism ? strlen(mechanism) : 0;
+    if (!mechanism || mlen == 0 || mlen >= DP_LEDGER_MECH_MAX) {
+        l->exhausted = 1;
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "ledger: mechanism label must have 1..%d characters", DP_LEDGER_MECH_MAX - 1);
+    }
+    if (units > l->units_total - l->units_spent) {
+        l->exhausted = 1;
+        return dp_err(errstr, errstr_size, DP_EBUDGET,
+                      "%s at step %llu would spend %llu units; only %llu of %llu remain", mechanism,
+                      (unsigned long long)step, (unsigned long long)units,
+                      (unsigned long long)(l->units_total - l->units_spent), (unsigned long long)l->units_total);
+    }
+    if (l->n_entries == l->cap_entries) {
+        size_t cap = l->cap_entries ? l->cap_entries * 2 : 16;
+        dp_ledger_entry *e = cap > SIZE_MAX / sizeof *e ? NULL : realloc(l->entries, cap * sizeof *e);
+        if (!e) {
+            l->exhausted = 1;
+            return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory recording %s", mechanism);
+        }
+        l->entries = e;
+        l->cap_entries = cap;
+    }
+    dp_ledger_entry *e = &l->entries[l->n_entries++];
+    memset(e, 0, sizeof *e);
+    e->step = step;
+    e->units = units;
+    e->amount = dp_ledger_units_value(l, units);
+    memcpy(e->mechanism, mechanism, mlen);
+    l->units_spent += units;
+    l->spent = dp_ledger_units_value(l, l->units_spent);
+    if (l->units_spent == l->units_total)
+        l->exhausted = 1;
+    return DP_OK;
+}
+
 double dp_ledger_remaining(const dp_ledger *l)
 {
     if (!l || l->exhausted)
@@ -346,6 +448,7 @@ double dp_ledger_remaining(const dp_ledger *l)
 
 #define LEDGER_MAGIC   0x474c5044u   /* "DPLG" read as little-endian bytes */
 #define LEDGER_VERSION 1u
+#define LEDGER_VERSION_EXACT 2u   /* + u64 units_total, u64 units_spent; entries + u64 units */
 #define LEDGER_MIN_ENTRY (8 + 8 + 1 + 1)
 
 static uint64_t fnv1a64(const uint8_t *p, size_t n)
@@ -365,11 +468,16 @@ int dp_ledger_serialize(const dp_ledger *l, uint8_t **out, size_t *out_len)
     dp_buf b;
     dp_buf_init(&b);
     dp_buf_put_u32(&b, LEDGER_MAGIC);
-    dp_buf_put_u32(&b, LEDGER_VERSION);
+    int exact = l->units_total > 0;
+    dp_buf_put_u32(&b, exact ? LEDGER_VERSION_EXACT : LEDGER_VERSION);
     dp_buf_put_u32(&b, (uint32_t)l->model);
     dp_buf_put_f64(&b, l->budget);
     dp_buf_put_f64(&b, l->spent);
     dp_buf_put_u8(&b, l->exhausted ? 1 : 0);
+    if (exact) {
+        dp_buf_put_u64(&b, l->units_total);
+        dp_buf_put_u64(&b, l->units_spent);
+    }
     dp_buf_put_u64(&b, (uint64_t)l->n_entries);
     for (size_t i = 0; i < l->n_entries; i++) {
         const dp_ledger_entry *e = &l->entries[i];
@@ -380,6 +488,8 @@ int dp_ledger_serialize(const dp_ledger *l, uint8_t **out, size_t *out_len)
         }
         dp_buf_put_u64(&b, e->step);
         dp_buf_put_f64(&b, e->amount);
+        if (exact)
+            dp_buf_put_u64(&b, e->units);
         dp_buf_put_u8(&b, (uint8_t)mlen);
         dp_buf_put_bytes(&b, e->mechanism, mlen);
     }
@@ -417,20 +527,22 @@ int dp_ledger_deserialize(dp_ledger *l, const uint8_t *buf, size_t len,
     uint32_t version = dp_reader_u32(&r);
     if (dp_reader_status(&r) != DP_OK || magic != LEDGER_MAGIC)
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "not a ledger snapshot");
-    if (version != LEDGER_VERSION)
+    if (version != LEDGER_VERSION && version != LEDGER_VERSION_EXACT)
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "unsupported ledger snapshot version %u", version);
+    int exact = version == LEDGER_VERSION_EXACT;
     uint32_t model = dp_reader_u32(&r);
     double budget = dp_reader_f64(&r);
     double spent = dp_reader_f64(&r);
     uint8_t exhausted = dp_reader_u8(&r);
+    uint64_t units_total = exact ? dp_reader_u64(&r) : 0, units_spent = exact ? dp_reader_u64(&r) : 0;
     uint64_t n = dp_reader_u64(&r);
     if (dp_reader_status(&r) != DP_OK)
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot header truncated");
     if (!model_valid((dp_privacy_model)model) || !(budget > 0) || !isfinite(budget)
-        || exhausted > 1)
+        || exhausted > 1 || (exact && (units_total == 0 || units_total > (1ull << 62) || units_spent > units_total)))
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot header is invalid");
     /* Bound n by the bytes present before allocating anything. */
-    if (n > (r.len - r.off) / LEDGER_MIN_ENTRY)
+    if (n > (r.len - r.off) / (LEDGER_MIN_ENTRY + (exact ? 8 : 0)))
         return dp_err(errstr, errstr_size, DP_ECORRUPT,
                       "ledger snapshot claims %llu entries in %zu bytes",
                       (unsigned long long)n, r.len - r.off);
@@ -439,6 +551,8 @@ int dp_ledger_deserialize(dp_ledger *l, const uint8_t *buf, size_t len,
     memset(&tmp, 0, sizeof tmp);
     tmp.model = (dp_privacy_model)model;
     tmp.budget = budget;
+    tmp.units_total = units_total;
+    uint64_t units_sum = 0;
     if (n > 0) {
         tmp.entries = calloc((size_t)n, sizeof *tmp.entries);
         if (!tmp.entries)
@@ -451,8 +565,12 @@ int dp_ledger_deserialize(dp_ledger *l, const uint8_t *buf, size_t len,
         dp_ledger_entry *e = &tmp.entries[i];
         e->step = dp_reader_u64(&r);
         e->amount = dp_reader_f64(&r);
+        e->units = exact ? dp_reader_u64(&r) : 0;
         uint8_t mlen = dp_reader_u8(&r);
-        if (dp_reader_status(&r) != DP_OK || mlen == 0 || mlen >= DP_LEDGER_MECH_MAX
+        int units_ok = !exact || (e->units <= units_total - units_sum &&
+                                  memcmp(&e->amount, &(double){dp_ledger_units_value(&tmp, e->units)}, sizeof(double)) == 0);
+        units_sum += exact && units_ok ? e->units : 0;
+        if (dp_reader_status(&r) != DP_OK || !units_ok || mlen == 0 || mlen >= DP_LEDGER_MECH_MAX
             || dp_reader_bytes(&r, e->mechanism, mlen) != DP_OK
             || memchr(e->mechanism, '\0', mlen) != NULL
             || !(e->amount >= 0) || !isfinite(e->amount)) {
@@ -469,10 +587,15 @@ int dp_ledger_deserialize(dp_ledger *l, const uint8_t *buf, size_t len,
     }
     tmp.spent = spent;
     tmp.exhausted = exhausted;
+    tmp.units_spent = units_spent;
     /* The stored total must be exactly the entries' sum, no ledger can have
-     * recorded past its limit, and a met budget must be marked exhausted. */
-    if (memcmp(&sum, &spent, sizeof sum) != 0 || !(spent <= ledger_limit(&tmp))
-        || (ledger_met(&tmp) && !exhausted)) {
+     * recorded past its limit, and a met budget must be marked exhausted.
+     * Exact ledgers: the same in units, and the doubles must be the units'. */
+    double exact_spent = exact ? dp_ledger_units_value(&tmp, units_spent) : 0;
+    if (exact ? (units_sum != units_spent || memcmp(&exact_spent, &spent, sizeof spent) != 0 ||
+                 (units_spent == units_total && !exhausted))
+              : (memcmp(&sum, &spent, sizeof sum) != 0 || !(spent <= ledger_limit(&tmp)) ||
+                 (ledger_met(&tmp) && !exhausted))) {
         free(tmp.entries);
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "ledger snapshot totals are inconsistent");
     }

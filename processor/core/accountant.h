@@ -62,6 +62,7 @@ int dp_privacy_describe(dp_privacy total, double delta,
 typedef struct dp_ledger_entry {
     uint64_t step;
     double   amount;                        /* in the ledger's model */
+    uint64_t units;                         /* exact ledgers: the spend in units (see below) */
     char     mechanism[DP_LEDGER_MECH_MAX]; /* NUL-terminated label */
 } dp_ledger_entry;
 
@@ -70,6 +71,13 @@ typedef struct dp_ledger {
     double            budget;       /* total ρ or ε for the stream */
     double            spent;        /* Σ amount, accumulated in entry order */
     int               exhausted;    /* set once a spend is refused or budget is met */
+    /* Exact ledgers (dp_ledger_init_exact): the budget is units_total
+     * units, every spend a whole number of them, so totals are integer
+     * sums — the last spend of a plan that uses it all makes spent equal
+     * budget bit for bit (no float sums: 0.49999999999999994 of 0.5).
+     * 0 for a ledger kept in doubles. */
+    uint64_t          units_total;
+    uint64_t          units_spent;
     size_t            n_entries;
     size_t            cap_entries;
     dp_ledger_entry  *entries;
@@ -83,6 +91,23 @@ typedef struct dp_ledger {
 int  dp_ledger_init(dp_ledger *l, dp_privacy_model model, double budget,
                     char *errstr, size_t errstr_size);
 void dp_ledger_free(dp_ledger *l);
+
+/* An exact ledger of `budget` split into units_total units (>= 1).  Its
+ * doubles are functions of the units: amount = budget · units / units_total
+ * rounded to nearest, spent likewise of units_spent, and spent == budget
+ * exactly once units_spent == units_total (then it is exhausted, with no
+ * slack: the units are exact). */
+int  dp_ledger_init_exact(dp_ledger *l, dp_privacy_model model, double budget, uint64_t units_total,
+                          char *errstr, size_t errstr_size);
+/* Record `units` units (exact ledgers only; refusals as dp_ledger_spend). */
+int  dp_ledger_spend_units(dp_ledger *l, uint64_t step, const char *mechanism, uint64_t units,
+                           char *errstr, size_t errstr_size);
+/* budget · units / units_total, the double an exact ledger reports for units. */
+double dp_ledger_units_value(const dp_ledger *l, uint64_t units);
+/* Split `total` units over n parts in proportion to the weights w[i] > 0,
+ * exactly: floor shares, then the remainder one unit at a time to the
+ * largest fractional parts (ties to the lower index).  Σ out = total. */
+int  dp_ledger_split_units(const double *w, size_t n, uint64_t total, uint64_t *out);
 
 /* Would spending `planned` in total (e.g. a synthesizer's whole plan over
  * its horizon) fit the budget?  Used to refuse configurations up front.

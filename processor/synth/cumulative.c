@@ -65,6 +65,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The ledger's units (exact: accountant.h). */
+#define CUMUL_LEDGER_UNITS (1ull << 52)
+
 #define CUMUL_REL_MAGIC 0x4c455243u   /* "CREL" */
 
 /* ------------------------------------------------------------------ ingest */
@@ -151,7 +154,8 @@ typedef struct cumul_release {
     char          *stream_id;
     size_t         stream_id_len;
     uint64_t       T;
-    double        *rho_b;        /* [1..T] */
+    double        *rho_b;        /* [1..T]: counter M_b's ρ (at most its charge) */
+    uint64_t      *units_b;      /* [1..T]: M_b's charge in ledger units */
     dp_counter   **M;            /* [1..T] */
     double         bound;
     char           mechanism[DP_LEDGER_MECH_MAX];
@@ -183,6 +187,7 @@ static void cumul_release_destroy(dp_release_half *rel)
     dp_packed_free(&w->pop);
     free(w->M);
     free(w->rho_b);
+    free(w->units_b);
     free(w->stream_id);
     free(w->S);
     free(w->Snew);
@@ -287,12 +292,23 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
         w->rho_b[b] = wb;
         wsum += wb;
     }
+    /* The plan, exact: ρ as 2^52 ledger units split over the T counters
+     * in proportion to their weights (accountant.h), so the spends add up
+     * to ρ bit for bit.  Each counter is calibrated on at most what it is
+     * charged: ρ·units/2^52 rounded down. */
+    uint64_t *units = calloc(T + 1, sizeof *units);
+    if (!units || dp_ledger_split_units(w->rho_b + 1, T, CUMUL_LEDGER_UNITS, units + 1) != DP_OK) {
+        free(units);
+        cumul_release_destroy((dp_release_half *)w);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "cumulative: out of memory");
+    }
+    w->units_b = units;
+    rc = dp_ledger_init_exact(&w->ledger, DP_PRIVACY_ZCDP, c->rho, CUMUL_LEDGER_UNITS, errstr, errstr_size);
     double planned = 0;
     for (uint64_t b = 1; b <= T; b++) {
-        w->rho_b[b] = c->rho * w->rho_b[b] / wsum;
+        w->rho_b[b] = nextafter(dp_ledger_units_value(&w->ledger, units[b]), 0.0);
         planned += w->rho_b[b];
     }
-    rc = dp_ledger_init(&w->ledger, DP_PRIVACY_ZCDP, c->rho, errstr, errstr_size);
     if (rc == DP_OK)
         rc = dp_ledger_check_plan(&w->ledger, (dp_privacy){DP_PRIVACY_ZCDP, planned}, errstr, errstr_size);
     if (rc != DP_OK) {
@@ -375,7 +391,6 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
         .unit = "user-level over horizon T",
         .neighbors = dp_long_neighbors_name(c),
         .public_inputs = dp_long_public_inputs(c),
-        .spent_step = spent,
         .noise = noise,
         .n_noise = 3,
         .accuracy = acc,
@@ -418,8 +433,7 @@ static int cumul_release_step(dp_release_half *rel, uint64_t t, const dp_stats *
             return dp_err(errstr, errstr_size, DP_EINVAL, "cumulative: z_b statistic out of range");
 
     /* Counter M_t starts now: charge its whole budget first. */
-    int rc = dp_ledger_spend(&w->ledger, t, w->mechanism,
-                             (dp_privacy){DP_PRIVACY_ZCDP, w->rho_b[t]}, errstr, errstr_size);
+    int rc = dp_ledger_spend_units(&w->ledger, t, w->mechanism, w->units_b[t], errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
 

@@ -266,6 +266,13 @@ void dp_long_fill_budget(dp_budget_event *e, const dp_ledger *l, double delta)
     e->spent_total = l->spent;
     e->budget_total = l->budget;
     e->delta = delta;
+    /* The exact ledger's figures: this step's charge is its last entry. */
+    const dp_ledger_entry *last = l->n_entries ? &l->entries[l->n_entries - 1] : NULL;
+    int spent_now = last && last->step == e->step;
+    e->spent_step = spent_now ? last->amount : 0.0;
+    e->spent_units_step = spent_now ? last->units : 0;
+    e->spent_units_total = l->units_spent;
+    e->budget_units = l->units_total;
     if (l->spent <= 0) {
         e->eps_simple = 0;
         e->eps_cks = 0;

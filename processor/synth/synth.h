@@ -141,6 +141,13 @@ typedef struct dp_budget_event {
     double            spent_step;
     double            spent_total;
     double            budget_total;
+    /* The exact ledger (accountant.h): the spends in integer units of
+     * budget_total / budget_units; spent_units_total is exactly the sum of
+     * the steps' spent_units_step, and equals budget_units when the plan
+     * has spent it all (then spent_total == budget_total exactly too). */
+    uint64_t          spent_units_step;
+    uint64_t          spent_units_total;
+    uint64_t          budget_units;
     double            delta;          /* δ used for the (ε, δ) equivalents (zCDP only) */
     double            eps_simple;     /* zCDP → ε, simple bound (NaN for pure) */
     double            eps_cks;        /* zCDP → ε, CKS bound (or ε itself for pure) */

@@ -52,6 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Ledger units per releasing step (the ledger is exact: accountant.h). */
+#define WINDOW_UNIT_BITS 32
+
 #define WINDOW_REL_MAGIC 0x4c455257u   /* "WREL" */
 
 /* ------------------------------------------------------------------ ingest */
@@ -206,10 +209,12 @@ static int window_release_create(dp_release_half **out, const json_t *config,
         w->n_pad = (uint64_t)np;
     }
     w->rho_step = c->rho / (double)w->releases;
-    rc = dp_ledger_init(&w->ledger, DP_PRIVACY_ZCDP, c->rho, errstr, errstr_size);
+    /* The plan: R equal spends of ρ/R, kept exact as 2^32 units each of
+     * R·2^32, so the R-th spend brings the total to ρ bit for bit. */
+    rc = dp_ledger_init_exact(&w->ledger, DP_PRIVACY_ZCDP, c->rho, (uint64_t)w->releases << WINDOW_UNIT_BITS,
+                              errstr, errstr_size);
     if (rc != DP_OK)
         goto fail;
-    /* The plan: R equal spends of ρ/R. */
     rc = dp_ledger_check_plan(&w->ledger, (dp_privacy){DP_PRIVACY_ZCDP, w->rho_step * (double)w->releases},
                               errstr, errstr_size);
     if (rc != DP_OK)
@@ -260,7 +265,7 @@ static void window_drbg(const window_release *w, dp_drbg *g, uint64_t step, cons
     dp_drbg_init(g, w->key, w->stream_id, w->stream_id_len, step, purpose);
 }
 
-static int emit_event(window_release *w, uint64_t step, double spent_step, int clamped,
+static int emit_event(window_release *w, uint64_t step, int clamped,
                       const dp_release_sink *sink, uint64_t records, dp_release_mode mode)
 {
     const dp_long_config *c = &w->cfg;
@@ -295,7 +300,6 @@ static int emit_event(window_release *w, uint64_t step, double spent_step, int c
         .unit = "user-level over horizon T",
         .neighbors = dp_long_neighbors_name(c),
         .public_inputs = dp_long_public_inputs(c),
-        .spent_step = spent_step,
         .noise = noise,
         .n_noise = 2,
         .accuracy = acc,
@@ -319,7 +323,7 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
         if (st->n_cells != 0)
             return dp_err(errstr, errstr_size, DP_EINVAL, "window: pattern counts before step k");
         w->done = step;
-        return emit_event(w, step, 0.0, 0, sink, 0, DP_RELEASE_DELTA);
+        return emit_event(w, step, 0, sink, 0, DP_RELEASE_DELTA);
     }
 
     /* Ĉ_s = C_s + n_pad + N_Z(σ²), drawn in pattern order from one
@@ -337,8 +341,8 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
     dp_drbg_wipe(&g);
 
     /* Charge the step before anything derived from the noise leaves. */
-    int rc = dp_ledger_spend(&w->ledger, step, "window/discrete_gaussian",
-                             (dp_privacy){DP_PRIVACY_ZCDP, w->rho_step}, errstr, errstr_size);
+    int rc = dp_ledger_spend_units(&w->ledger, step, "window/discrete_gaussian", 1ull << WINDOW_UNIT_BITS, errstr,
+                                   errstr_size);
     if (rc != DP_OK)
         return rc;
 
@@ -448,7 +452,7 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
     w->done = step;
     if (step >= c->horizon)
         w->exhausted = 1;
-    return emit_event(w, step, w->rho_step, clamped, sink, records,
+    return emit_event(w, step, clamped, sink, records,
                       step == c->k ? DP_RELEASE_FULL : DP_RELEASE_DELTA);
 }
 

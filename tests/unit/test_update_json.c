@@ -168,7 +168,7 @@ static void test_release_lines(void)
                     "\"spent_total\":0.0050000000000000001,\"budget_total\":0.0050000000000000001,"
                     "\"delta\":9.9999999999999995e-07,\"eps_simple\":null,\"eps_cks\":0.29999999999999999,"
                     "\"noise\":{\"sigma2\":2000},\"accuracy\":{\"beta\":0.050000000000000003,\"max_error\":0.10000000000000001},"
-                    "\"public_inputs\":\"n is public\",\"key_fingerprint\":\"00ff\"}\n");
+                    "\"spent_units_step\":0,\"spent_units_total\":0,\"budget_units\":0,\"public_inputs\":\"n is public\",\"key_fingerprint\":\"00ff\"}\n");
     dp_jbuf_free(&b);
 }
 
