@@ -79,6 +79,7 @@ typedef struct export_run {
     uint64_t          budget_events, dead_letters;
     char              err[512];
     volatile sig_atomic_t *stop;     /* set by the caller's signal handler */
+    int               with_dead_letters;
 } export_run;
 
 static int on_release(void *ctx, const dp_release_manifest *m, const dp_synth_record *r, size_t n)
@@ -576,6 +577,8 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
 {
     const char *topics[3] = {cfg->topic_synthetic, cfg->topic_budget, cfg->topic_dead_letter};
     topic_handler handlers[3] = {on_synthetic, on_budget, on_dead_letter};
+    /* The dead-letter topic holds raw personal input: read only when asked. */
+    int nt = x->with_dead_letters ? 3 : 2;
     char err[512];
     rd_kafka_t *rk = new_consumer(cfg, err, sizeof err);
     if (!rk)
@@ -588,8 +591,8 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
         export_fail("%s", err);
         goto out;
     }
-    int np[3];
-    for (int t = 0; t < 3 && rc == DP_OK; t++)
+    int np[3] = {0, 0, 0};
+    for (int t = 0; t < nt && rc == DP_OK; t++)
         rc = partition_count(rk, topics[t], follow, x->stop, &np[t]);
     if (rc != DP_OK) {
         if (follow && (*x->stop))
@@ -598,7 +601,7 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
     }
     if (follow) {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np[0] + np[1] + np[2]);
-        for (int t = 0; t < 3; t++)
+        for (int t = 0; t < nt; t++)
             for (int32_t p = 0; p < np[t]; p++)
                 rd_kafka_topic_partition_list_add(l, topics[t], p)->offset = RD_KAFKA_OFFSET_BEGINNING;
         rd_kafka_assign(rk, l);
@@ -617,7 +620,7 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
                 continue;   /* librdkafka retries transient errors itself */
             }
             const char *tn = rd_kafka_topic_name(m->rkt);
-            for (int t = 0; t < 3; t++)
+            for (int t = 0; t < nt; t++)
                 if (strcmp(tn, topics[t]) == 0) {
                     rc = handlers[t](x, m, codec);
                     break;
@@ -629,7 +632,7 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
     }
     /* one topic, then one partition at a time, ascending: the output order
      * is then fixed by the log, not by fetch timing */
-    for (int t = 0; t < 3 && rc == DP_OK; t++) {
+    for (int t = 0; t < nt && rc == DP_OK; t++) {
         for (int32_t part = 0; part < np[t] && rc == DP_OK && !(*x->stop); part++) {
             rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
             rd_kafka_topic_partition_list_add(l, topics[t], part)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -685,13 +688,14 @@ int dp_export_run(const dp_export_options *o, dp_export_result *r)
     x.sink.release = on_release;
     x.sink.notice = on_notice;
     x.stop = o->stop;
+    x.with_dead_letters = o->cfg && o->dead_letter_path;
     int rc = DP_ENOMEM;
     if (dp_export_asm_create(&x.as) != DP_OK) {
         export_fail("out of memory");
         goto done;
     }
-    if ((rc = dp_export_writer_open(&x.w, o->out_dir, o->layout, o->format, o->cfg != NULL, err, sizeof err)) !=
-        DP_OK) {
+    if ((rc = dp_export_writer_open(&x.w, o->out_dir, o->layout, o->format, o->cfg ? o->dead_letter_path : NULL,
+                                    err, sizeof err)) != DP_OK) {
         export_fail("%s", err);
         goto done;
     }

@@ -2,6 +2,8 @@
 #include "connectors/export/export_writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +79,7 @@ static FILE *create_in(const char *dir, const char *name, char *errstr, size_t e
 }
 
 int dp_export_writer_open(dp_export_writer **out, const char *dir, dp_export_layout layout,
-                          dp_export_format format, int dead_letters, char *errstr, size_t errstr_size)
+                          dp_export_format format, const char *dead_letter_path, char *errstr, size_t errstr_size)
 {
     *out = NULL;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
@@ -97,8 +99,16 @@ int dp_export_writer_open(dp_export_writer **out, const char *dir, dp_export_lay
     else
         ok = (w->manifests = create_in(dir, "manifests.jsonl", errstr, errstr_size)) != NULL;
     ok = ok && (w->budget = create_in(dir, "budget.jsonl", errstr, errstr_size)) != NULL;
-    if (ok && dead_letters)
-        ok = (w->dead = create_in(dir, "deadletter.jsonl", errstr, errstr_size)) != NULL;
+    if (ok && dead_letter_path) {
+        /* Raw rejected input: mode 0600, and only where the caller said. */
+        int fd = open(dead_letter_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || !(w->dead = fdopen(fd, "wb"))) {
+            dp_err(errstr, errstr_size, DP_EIO, "cannot create %s: %s", dead_letter_path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            ok = 0;
+        }
+    }
     if (!ok) {
         dp_export_writer_close(w, NULL, 0);
         return DP_EIO;

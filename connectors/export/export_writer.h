@@ -45,9 +45,10 @@ typedef enum dp_export_format { DP_EXPORT_CSV = 0, DP_EXPORT_JSONL } dp_export_f
 
 typedef struct dp_export_writer dp_export_writer;
 
-/* Creates DIR if needed.  dead_letters: also create DIR/deadletter.jsonl. */
+/* Creates DIR if needed.  dead_letter_path: also write dead letters there
+ * (mode 0600; NULL: none — they hold raw personal input). */
 int dp_export_writer_open(dp_export_writer **out, const char *dir, dp_export_layout layout,
-                          dp_export_format format, int dead_letters, char *errstr, size_t errstr_size);
+                          dp_export_format format, const char *dead_letter_path, char *errstr, size_t errstr_size);
 int dp_export_writer_release(dp_export_writer *w, const dp_release_manifest *m,
                              const dp_synth_record *records, size_t n, char *errstr, size_t errstr_size);
 /* One complete line (ending in "\n") for budget.jsonl / deadletter.jsonl. */

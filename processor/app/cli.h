@@ -30,6 +30,10 @@ int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_i64(const char *s, int64_t *out);
 int cli_parse_double(const char *s, double *out);
 
+/* 1 if `path` (existing or not) would lie inside directory `dir`: its
+ * directory, resolved, is dir (resolved) or below it. */
+int cli_path_inside(const char *path, const char *dir);
+
 /* Load the noise key from exactly one of --key-file / --key-hex (either may
  * be NULL).  Prints the error and returns -1 on failure. */
 int cli_load_key(const char *cmd, const char *key_file, const char *key_hex, dp_key *key);

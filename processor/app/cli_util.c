@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_fail(const char *cmd, const char *fmt, ...)
 {
@@ -71,4 +73,21 @@ int cli_load_key(const char *cmd, const char *key_file, const char *key_hex, dp_
         return -1;
     }
     return 0;
+}
+
+int cli_path_inside(const char *path, const char *dir)
+{
+    char parent[4096], rp[PATH_MAX], rd[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == parent)
+        parent[1] = '\0';   /* "/x": the root */
+    else
+        *slash = '\0';
+    if (!realpath(parent, rp) || !realpath(dir, rd))
+        return 0;   /* a directory that does not exist yet holds nothing */
+    size_t n = strlen(rd);
+    return strncmp(rp, rd, n) == 0 && (rp[n] == '\0' || rp[n] == '/' || strcmp(rd, "/") == 0);
 }

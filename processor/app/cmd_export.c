@@ -4,7 +4,12 @@
  *
  *   dpstream export (--config CONFIG.json | --from-replay DIR) --out OUT
  *                   [--layout releases|per-step|single] [--format csv|jsonl]
- *                   [--follow] [--timeout-ms MS]
+ *                   [--follow] [--timeout-ms MS] [--dead-letters FILE]
+ *
+ * Dead letters hold the raw bytes of every rejected update (entity ids and
+ * values): they are read only with --dead-letters, and written to that
+ * file alone (mode 0600), never into OUT, which downstream readers of the
+ * synthetic data share.
  *
  * The work is connectors/export/export_run.c (what is read, in which
  * order, and when a release is written).
@@ -39,7 +44,7 @@ static void export_usage(FILE *f)
     fprintf(f,
             "usage: dpstream export (--config CONFIG.json | --from-replay DIR) --out OUT\n"
             "                       [--layout releases|per-step|single] [--format csv|jsonl]\n"
-            "                       [--follow] [--timeout-ms MS]\n"
+            "                       [--follow] [--timeout-ms MS] [--dead-letters FILE]\n"
             "\n"
             "Writes complete releases only: a release is written once its manifest has\n"
             "arrived and its chunks match the manifest's counts and checksum.\n"
@@ -49,8 +54,9 @@ static void export_usage(FILE *f)
             "  --layout L         releases: OUT/releases.jsonl in replay's format (default);\n"
             "                     per-step: OUT/<stream>/step-0001.csv per release;\n"
             "                     single:   OUT/<stream>.csv with a step column\n"
-            "                     (plus OUT/budget.jsonl; OUT/manifests.jsonl for per-step/single;\n"
-            "                     OUT/deadletter.jsonl from Kafka)\n"
+            "                     (plus OUT/budget.jsonl; OUT/manifests.jsonl for per-step/single)\n"
+            "  --dead-letters F   Kafka: also export the dead-letter topic to F (mode 0600; it holds\n"
+            "                     raw rejected input — personal data; F must not be inside OUT)\n"
             "  --format F         csv (default) or jsonl, for per-step and single\n"
             "  --follow           keep reading until SIGINT/SIGTERM (Kafka only)\n"
             "  --timeout-ms MS    without --follow: give up if a partition is silent this long\n"
@@ -62,6 +68,7 @@ int cmd_export(int argc, char **argv)
 {
     const char *cmd = "export";
     const char *config_path = NULL, *replay_dir = NULL, *out_dir = NULL, *layout_s = "releases", *format_s = "csv";
+    const char *dead_path = NULL;
     uint64_t timeout_ms = 60000;
     int follow = 0;
     for (int i = 1; i < argc; i++) {
@@ -80,6 +87,7 @@ int cmd_export(int argc, char **argv)
         else if (strcmp(a, "--out") == 0) slot = &out_dir;
         else if (strcmp(a, "--layout") == 0) slot = &layout_s;
         else if (strcmp(a, "--format") == 0) slot = &format_s;
+        else if (strcmp(a, "--dead-letters") == 0) slot = &dead_path;
         else if (strcmp(a, "--timeout-ms") == 0) {
             if (i + 1 >= argc || cli_parse_u64(argv[i + 1], &timeout_ms) != 0 || timeout_ms > (1ull << 40))
                 return cli_fail(cmd, "--timeout-ms needs a non-negative integer");
@@ -99,6 +107,11 @@ int cmd_export(int argc, char **argv)
     }
     if (follow && replay_dir)
         return cli_fail(cmd, "--follow reads Kafka; it does not apply to --from-replay");
+    if (dead_path && replay_dir)
+        return cli_fail(cmd, "--dead-letters reads Kafka; replay's rejects are already in its rejected.jsonl");
+    if (dead_path && cli_path_inside(dead_path, out_dir))
+        return cli_fail(cmd, "--dead-letters %s is inside --out %s: keep raw rejected input apart from the "
+                        "releases downstream services read", dead_path, out_dir);
     dp_export_layout layout;
     if (strcmp(layout_s, "releases") == 0) layout = DP_EXPORT_LAYOUT_RELEASES;
     else if (strcmp(layout_s, "per-step") == 0) layout = DP_EXPORT_LAYOUT_PER_STEP;
@@ -121,7 +134,7 @@ int cmd_export(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     dp_export_options eo = {.cfg = cfg, .replay_dir = replay_dir, .out_dir = out_dir, .layout = layout,
                             .format = format, .follow = follow, .timeout_ms = (int64_t)timeout_ms,
-                            .stop = &export_stop};
+                            .stop = &export_stop, .dead_letter_path = dead_path};
     dp_export_result r;
     int status = 1;
     if (dp_export_run(&eo, &r) == DP_OK) {

@@ -35,6 +35,7 @@
  * the output buffers, and one synthesizer per stream id, created on first
  * sight from the first matching route. */
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@
 #include "app/cli.h"
 #include "stream/bytes_map.h"
 #include "stream/stream_config.h"
+#include "connectors/jsonl/replay_ledger.h"
 #include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 #include "synth/step_gate.h"
@@ -154,6 +156,8 @@ static void table_free(dp_bytes_map *t)
 /* --- the run ------------------------------------------------------------------- */
 
 typedef struct replay_out {
+    dp_replay_ledger *ledger;     /* --ledger, or NULL */
+    char        key_fp[DP_KEY_FINGERPRINT_HEX];
     FILE       *releases;
     FILE       *budget;
     FILE       *rejected;
@@ -251,7 +255,16 @@ static int close_step(replay_out *o, replay_stats *st, stream_slot *s, uint64_t 
         o->stream_id_len = s->id_len;
         o->step = dp_synth_open_step(s->synth);
         err[0] = '\0';
+        uint8_t digest[DP_GATE_DIGEST_BYTES];
+        dp_gate_open_digest(&s->gate, digest);
+        if (o->ledger && dp_replay_ledger_check(o->ledger, s->id, s->id_len, o->step, o->key_fp, digest, err,
+                                                sizeof err) != DP_OK) {
+            fprintf(stderr, "dpstream replay: line %llu: refused: %s\n", (unsigned long long)line_no, err);
+            return DP_EKEY;
+        }
         int rc = dp_gate_close(&s->gate, &sink, held_applied, &actx, &again, err, sizeof err);
+        if (rc == DP_OK && o->ledger)
+            rc = dp_replay_ledger_record(o->ledger, s->id, s->id_len, o->step, o->key_fp, digest, err, sizeof err);
         if (rc != DP_OK) {
             fprintf(stderr, "dpstream replay: line %llu: closing step %llu of stream '%s' failed: %s\n",
                     (unsigned long long)line_no, (unsigned long long)o->step, s->id,
@@ -298,6 +311,8 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, dp_bytes_
             return rc;
         }
         dp_gate_init(&s->gate, s->synth, &route->gate);
+        if (o->ledger)
+            dp_gate_track_input(&s->gate, o->ledger->salt);
     }
 
     dp_gate_verdict v;
@@ -329,14 +344,17 @@ static void replay_usage(FILE *f)
 {
     fprintf(f,
             "usage: dpstream replay --config CONFIG.json --input UPDATES.jsonl --out DIR\n"
-            "                       (--key-file F | --key-hex H)\n"
+            "                       (--key-file F | --key-hex H) [--ledger FILE]\n"
             "\n"
             "Runs the configured synthesizers over update JSON lines (\"-\" reads stdin)\n"
             "without Kafka and writes DIR/releases.jsonl, DIR/budget.jsonl and\n"
             "DIR/rejected.jsonl.  Same key and input give byte-identical output.\n"
             "A CLOSE_STEP marker closes a stream's step (a complete roster too, where\n"
             "the route sets close_on_complete_roster); at end of input open steps stay\n"
-            "open (not released).\n");
+            "open (not released).\n"
+            "--ledger FILE records every released step (stream, step, key fingerprint,\n"
+            "a keyed digest of its input) and refuses to release a step again under the\n"
+            "same key from different input, or from the same input under another key.\n");
 }
 
 static FILE *open_out(const char *dir, const char *name)
@@ -356,7 +374,8 @@ static FILE *open_out(const char *dir, const char *name)
 int cmd_replay(int argc, char **argv)
 {
     const char *cmd = "replay";
-    const char *config_path = NULL, *input_path = NULL, *out_dir = NULL, *key_file = NULL, *key_hex = NULL;
+    const char *config_path = NULL, *input_path = NULL, *out_dir = NULL, *key_file = NULL, *key_hex = NULL,
+               *ledger_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -369,6 +388,7 @@ int cmd_replay(int argc, char **argv)
         else if (strcmp(a, "--out") == 0) slot = &out_dir;
         else if (strcmp(a, "--key-file") == 0) slot = &key_file;
         else if (strcmp(a, "--key-hex") == 0) slot = &key_hex;
+        else if (strcmp(a, "--ledger") == 0) slot = &ledger_path;
         else {
             replay_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);
@@ -405,6 +425,17 @@ int cmd_replay(int argc, char **argv)
     dp_update_owned_init(&upd);
     replay_stats st;
     memset(&st, 0, sizeof st);
+    dp_replay_ledger ledger;
+    memset(&ledger, 0, sizeof ledger);
+    dp_key_fingerprint(&key, o.key_fp);
+    if (ledger_path) {
+        if (dp_replay_ledger_open(&ledger, ledger_path, err, sizeof err) != DP_OK) {
+            cli_fail(cmd, "%s", err);
+            status = 1;
+            goto done;
+        }
+        o.ledger = &ledger;
+    }
 
     in = strcmp(input_path, "-") == 0 ? stdin : fopen(input_path, "rb");
     if (!in) {
@@ -479,6 +510,8 @@ done:
     dp_jbuf_free(&o.bud_buf);
     dp_jbuf_free(&o.rej_buf);
     dp_update_owned_free(&upd);
+    if (o.ledger)
+        dp_replay_ledger_close(&ledger);
     table_free(&tab);
     dp_stream_config_free(cfg);
     dp_key_wipe(&key);

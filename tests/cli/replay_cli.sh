@@ -192,3 +192,16 @@ set -e
 [ $rc -eq 2 ] || fail "bad config exit code $rc"
 grep -q 'streams\[0\].synthesizer' "$WORK/err.txt" || fail "bad config message: $(cat "$WORK/err.txt")"
 echo "replay_cli: OK"
+
+# --- export keeps dead letters (raw rejected input) out of the shared output ----
+mkdir -p "$WORK/exp"
+rc=0
+"$BIN" export --config "$WORK/config.json" --out "$WORK/exp" --dead-letters "$WORK/exp/./dl.jsonl" \
+    > /dev/null 2> "$WORK/exp.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "inside --out" "$WORK/exp.err" || fail "export wrote dead letters inside OUT (exit $rc)"
+rc=0
+"$BIN" export --from-replay "$WORK/run1" --out "$WORK/exp2" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "--dead-letters accepted with --from-replay"
+"$BIN" export --from-replay "$WORK/run1" --out "$WORK/exp3" > /dev/null || fail "export --from-replay"
+[ ! -e "$WORK/exp3/deadletter.jsonl" ] || fail "export wrote a dead-letter file nobody asked for"
+echo "replay_cli: export dead-letter rules OK"

@@ -71,9 +71,9 @@ RUN_PID=$!
 deadline=$((SECONDS + 180))
 while :; do
     kill -0 "$RUN_PID" 2>/dev/null || fail "processor exited early"
-    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
+    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err"; then
         n=$(grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true)
-        d=$(wc -l < "$WORK/out/deadletter.jsonl")
+        d=$(wc -l < "$WORK/dl.jsonl")
         if [ "$n" -ge "$EXPECT" ] && [ "$d" -ge "$EXPECT_DLQ" ]; then break; fi
     fi
     [ $SECONDS -lt $deadline ] || fail "timed out waiting for $EXPECT releases"
@@ -83,7 +83,7 @@ sleep 1
 kill -TERM "$RUN_PID"
 rc=0; wait "$RUN_PID" || rc=$?; RUN_PID=
 [ "$rc" -eq 0 ] || fail "processor exited $rc after SIGTERM"
-"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" \
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err" \
     || { cat "$WORK/export.err" >&2; fail "export failed"; }
 
 python3 - "$WORK" <<'EOF' || fail "Kafka outputs differ from replay"
@@ -100,7 +100,7 @@ for f in ["releases.jsonl", "budget.jsonl"]:
     if a != b:
         print(f"{f} differs from replay"); ok = False
 rej = collections.Counter(json.loads(l)["reason"] for l in open(f"{w}/replay/rejected.jsonl"))
-got = collections.Counter(json.loads(l)["reason"] for l in open(f"{w}/out/deadletter.jsonl"))
+got = collections.Counter(json.loads(l)["reason"] for l in open(f"{w}/dl.jsonl"))
 if rej != got:
     print(f"dead letters {dict(got)} vs replay {dict(rej)}"); ok = False
 sys.exit(0 if ok else 1)

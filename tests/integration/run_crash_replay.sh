@@ -85,7 +85,7 @@ start() {   # $1 = config name
 }
 released() {   # $1 = config name; prints the number of committed manifests
     local rc=0
-    "$BIN" export --config "$WORK/$1.json" --out "$WORK/out-$1" > /dev/null 2>> "$WORK/export.err" || rc=$?
+    "$BIN" export --config "$WORK/$1.json" --out "$WORK/out-$1" --dead-letters "$WORK/out-$1.dl.jsonl" > /dev/null 2>> "$WORK/export.err" || rc=$?
     # non-zero: output topics not created yet, or a release that does not
     # add up — the final export below must then succeed
     if [ "$rc" -eq 0 ]; then grep -c '"type":"manifest"' "$WORK/out-$1/releases.jsonl" || true; else echo 0; fi
@@ -96,7 +96,7 @@ finish() {   # $1 = config name: wait for all releases and dead letters, stop cl
         kill -0 "$RUN_PID" 2>/dev/null || fail "$1: processor exited early"
         local n
         n=$(released "$1")
-        if [ "$n" -ge "$EXPECT" ] && [ "$(wc -l < "$WORK/out-$1/deadletter.jsonl")" -ge "$EXPECT_DLQ" ]; then break; fi
+        if [ "$n" -ge "$EXPECT" ] && [ "$(wc -l < "$WORK/out-$1.dl.jsonl")" -ge "$EXPECT_DLQ" ]; then break; fi
         [ $SECONDS -lt $deadline ] || fail "$1: timed out ($n of $EXPECT releases)"
         sleep 2
     done
@@ -131,7 +131,7 @@ done
 start crash
 finish crash
 for c in ref crash; do
-    "$BIN" export --config "$WORK/$c.json" --out "$WORK/out-$c" > /dev/null 2> "$WORK/export.err" \
+    "$BIN" export --config "$WORK/$c.json" --out "$WORK/out-$c" --dead-letters "$WORK/out-$c.dl.jsonl" > /dev/null 2> "$WORK/export.err" \
         || { cat "$WORK/export.err" >&2; fail "$c: export found an inconsistent or partial release"; }
 done
 echo "kill delays (ms): ${delays[*]}"
@@ -153,11 +153,11 @@ def group(path, field):
         g[json.loads(line)[field]].append(line)
     return dict(g)
 ok = True
-for f, field in (("releases.jsonl", "stream"), ("budget.jsonl", "stream"), ("deadletter.jsonl", "partition")):
-    ref, crash = group(f"{w}/out-ref/{f}", field), group(f"{w}/out-crash/{f}", field)
+for f, field in (("/releases.jsonl", "stream"), ("/budget.jsonl", "stream"), (".dl.jsonl", "partition")):
+    ref, crash = group(f"{w}/out-ref{f}", field), group(f"{w}/out-crash{f}", field)
     if ref != crash:
         print(f"{f} differs between the uninterrupted and the crashing run"); ok = False
-    if sum(map(len, crash.values())) != sum(1 for _ in open(f"{w}/out-crash/{f}")):
+    if sum(map(len, crash.values())) != sum(1 for _ in open(f"{w}/out-crash{f}")):
         ok = False
 for f in ("releases.jsonl", "budget.jsonl"):
     if group(f"{w}/replay/{f}", "stream") != group(f"{w}/out-crash/{f}", "stream"):

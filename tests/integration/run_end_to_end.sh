@@ -116,11 +116,11 @@ wait_for_releases() {   # $1 = expected manifests, $2 = expected dead letters
     while [ $SECONDS -lt $deadline ]; do
         kill -0 "$RUN_PID" 2>/dev/null || fail "processor exited early"
         local erc=0
-        "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" || erc=$?
+        "$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err" || erc=$?
         if [ "$erc" -eq 0 ]; then
             local n d
             n=$(grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true)
-            d=$(wc -l < "$WORK/out/deadletter.jsonl")
+            d=$(wc -l < "$WORK/dl.jsonl")
             if [ "$n" -ge "$1" ] && [ "$d" -ge "$2" ]; then return 0; fi
         fi
         sleep 2
@@ -141,7 +141,7 @@ sleep 1   # let anything extra (a bug) show up before we stop
 stop_processor
 grep -q "stopped cleanly" "$WORK/run.err" || fail "no clean-shutdown line"
 grep -q "progress:" "$WORK/run.err" || fail "no progress line at info level"
-"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" \
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err" \
     || { cat "$WORK/export.err" >&2; fail "export found an inconsistent release"; }
 
 # --- compare with replay, stream by stream -------------------------------------------
@@ -175,7 +175,7 @@ for s, evs in by_stream(f"{w}/out/budget.jsonl").items():
         print(f"budget {s}: statuses {[e['status'] for e in evs]}"); ok = False
 # dead letters: same reasons as the replay's rejections, source offsets unique
 rej = collections.Counter(json.loads(l)["reason"] for l in open(f"{w}/replay/rejected.jsonl"))
-dl = [json.loads(l) for l in open(f"{w}/out/deadletter.jsonl")]
+dl = [json.loads(l) for l in open(f"{w}/dl.jsonl")]
 got = collections.Counter(d["reason"] for d in dl)
 if rej != got:
     print(f"dead letters {dict(got)} vs replay rejections {dict(rej)}"); ok = False
@@ -192,6 +192,7 @@ EOF
 
 # --- restart: restores from the state topic, releases nothing twice ------------------
 cp -r "$WORK/out" "$WORK/out1"
+cp "$WORK/dl.jsonl" "$WORK/dl1.jsonl"
 run_processor
 deadline=$((SECONDS + 60))
 until grep -q "restored 5 stream(s)" "$WORK/run.err"; do
@@ -201,10 +202,12 @@ until grep -q "restored 5 stream(s)" "$WORK/run.err"; do
 done
 sleep 4
 stop_processor
-"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" || fail "export after restart"
-for f in releases.jsonl budget.jsonl deadletter.jsonl; do
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err" || fail "export after restart"
+for f in releases.jsonl budget.jsonl; do
     cmp -s "$WORK/out1/$f" "$WORK/out/$f" || fail "restart changed $f"
 done
+cmp -s "$WORK/dl1.jsonl" "$WORK/dl.jsonl" || fail "restart changed the dead letters"
+[ ! -e "$WORK/out/deadletter.jsonl" ] || fail "dead letters were written into the shared output directory"
 # every budget event names the key by its fingerprint, never the key
 python3 - "$WORK" "$KEY" <<'EOF' || fail "budget events do not carry the key's fingerprint"
 import json, sys
@@ -236,7 +239,7 @@ EOF
 refused "changed updates topic" "$WORK/topic2.err" \
     "$BIN" run --config "$WORK/config2.json" --key-hex "$KEY" --instance-id e2e2 --idle-timeout-ms 0
 grep -q "built from updates topic" "$WORK/topic2.err" || fail "changed updates topic: wrong reason"
-"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" || fail "export after refusals"
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err" || fail "export after refusals"
 for f in releases.jsonl budget.jsonl; do
     cmp -s "$WORK/out1/$f" "$WORK/out/$f" || fail "a refused start released something ($f)"
 done

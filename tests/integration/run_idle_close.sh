@@ -77,7 +77,7 @@ for t in $(seq 1 $HORIZON); do
     while :; do
         kill -0 "$RUN_PID" 2>/dev/null || fail "processor exited early"
         n=0
-        if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
+        if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err"; then
             n=$(grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true)
         fi
         [ "$n" -ge $((2 * t)) ] && break
@@ -98,7 +98,7 @@ in_topic=$(kcat -b "$BOOT" -C -t "$PREFIX.updates" -e -q -f '%o\n' 2>/dev/null |
 [ "$in_topic" -eq $((produced + markers)) ] \
     || fail "input topic holds $in_topic messages, expected $produced updates + $markers markers"
 
-"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2> "$WORK/export.err" \
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2> "$WORK/export.err" \
     || { cat "$WORK/export.err" >&2; fail "final export"; }
 python3 - "$WORK" <<'EOF' || fail "idle-closed releases differ from replay of the marked log"
 import sys, json, collections
@@ -112,7 +112,7 @@ ok = True
 for f in ("releases.jsonl", "budget.jsonl"):
     if by_stream(f"{w}/replay/{f}") != by_stream(f"{w}/out/{f}"):
         print(f"{f} differs"); ok = False
-if open(f"{w}/out/deadletter.jsonl").read():
+if open(f"{w}/dl.jsonl").read():
     print("unexpected dead letters"); ok = False
 sys.exit(0 if ok else 1)
 EOF

@@ -70,9 +70,9 @@ start b
 deadline=$((SECONDS + 150))
 while :; do
     n=0 d=0
-    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
+    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > /dev/null 2>> "$WORK/export.err"; then
         n=$(grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true)
-        d=$(wc -l < "$WORK/out/deadletter.jsonl")
+        d=$(wc -l < "$WORK/dl.jsonl")
     fi
     [ "$n" -ge 3 ] && [ "$d" -ge "$EXPECT_DL" ] && break
     [ $SECONDS -lt $deadline ] || fail "timed out: $n releases, $d dead letters (want 3 and $EXPECT_DL)"
@@ -82,7 +82,7 @@ sleep 3   # a second release series, if any, would show up now
 for p in "${RUN_PIDS[@]}"; do kill -TERM "$p"; done
 for p in "${RUN_PIDS[@]}"; do wait "$p" || fail "an instance exited non-zero"; done
 RUN_PIDS=()
-"$BIN" export --config "$WORK/config.json" --out "$WORK/out" > "$WORK/export.out" 2>> "$WORK/export.err" \
+"$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > "$WORK/export.out" 2>> "$WORK/export.err" \
     || { cat "$WORK/export.err" >&2; fail "export found duplicate or inconsistent releases"; }
 
 python3 - "$WORK" "$EXPECT_DL" "$OTHER_P" <<'EOF' || fail "more than one release series, or copies not dead-lettered"
@@ -96,7 +96,7 @@ if sorted(steps) != [("s/a", 1), ("s/a", 2), ("s/a", 3)] or any(v != 1 for v in 
 bud = [json.loads(l) for l in open(f"{w}/out/budget.jsonl")]
 if [b["step"] for b in bud] != [1, 2, 3] or abs(bud[-1]["spent_total"] - 0.5) > 1e-9:
     print("budget events:", [(b["step"], b["spent_total"]) for b in bud]); ok = False
-dl = [json.loads(l) for l in open(f"{w}/out/deadletter.jsonl")]
+dl = [json.loads(l) for l in open(f"{w}/dl.jsonl")]
 reasons = collections.Counter(d["reason"] for d in dl)
 if reasons != {"KEY_MISMATCH": expect_dl}:
     print("dead letters:", dict(reasons), "want", expect_dl, "KEY_MISMATCH"); ok = False
