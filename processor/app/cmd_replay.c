@@ -118,6 +118,7 @@ static int line_next(line_reader *r, size_t *len, int *truncated)
 typedef struct stream_slot {
     const char  *id;
     size_t       id_len;
+    const dp_stream_route *route;
     dp_synth    *synth;
     dp_step_gate gate;
 } stream_slot;
@@ -276,6 +277,17 @@ static int close_step(replay_out *o, replay_stats *st, stream_slot *s, uint64_t 
     return DP_OK;
 }
 
+/* How many streams `route` has created (replay reads one log: one partition). */
+static uint32_t route_streams(const dp_bytes_map *tab, const dp_stream_route *route)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < tab->cap; i++) {
+        const stream_slot *s = dp_bytes_map_at(tab, i);
+        n += s && s->route == route;
+    }
+    return n;
+}
+
 /* Process one line; returns DP_OK or a fatal status (I/O, memory, close failure). */
 static int replay_line(const dp_stream_config *cfg, const dp_key *key, dp_bytes_map *tab,
                        replay_out *o, replay_stats *st, dp_update_owned *upd,
@@ -299,8 +311,13 @@ static int replay_line(const dp_stream_config *cfg, const dp_key *key, dp_bytes_
         if (!route)
             return reject(o, st, line_no, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM),
                           line, len, 0);
+        if (route->max_streams && route_streams(tab, route) >= route->max_streams) {
+            snprintf(msg, sizeof msg, "stream would exceed its route's max_streams (%u)", (unsigned)route->max_streams);
+            return reject(o, st, line_no, DP_REJECT_STREAM_LIMIT, msg, line, len, 0);
+        }
         if (!(s = table_insert(tab, u->stream_id, u->stream_id_len)))
             return DP_ENOMEM;
+        s->route = route;
         dp_synth_env env = {.key = key, .stream_id = s->id, .stream_id_len = s->id_len};
         char err[512];
         err[0] = '\0';

@@ -169,6 +169,19 @@ static int key_mismatch(proc *p, const rd_kafka_message_t *m, const dp_update *u
     return 0;
 }
 
+/* How many streams `route` has in `partition` (max_streams counts per
+ * partition: one instance owns a partition and sees all of its streams,
+ * in log order, so the count at any offset is what a replay counts). */
+static uint32_t route_streams(const proc *p, const dp_stream_route *route, int32_t partition)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < p->streams.cap; i++) {
+        const ps_stream *s = dp_bytes_map_at(&p->streams, i);
+        n += s && s->route == route && s->partition == partition;
+    }
+    return n;
+}
+
 static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *u)
 {
     char msg[384];
@@ -183,6 +196,12 @@ static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *
             return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
         if (key_mismatch(p, m, u, msg, sizeof msg))
             return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, msg);
+        if (route->max_streams && route_streams(p, route, m->partition) >= route->max_streams) {
+            snprintf(msg, sizeof msg, "stream '%.*s' would be stream %" PRIu32 "+1 of its route in partition %" PRId32
+                     " (max_streams %" PRIu32 ")", (int)(u->stream_id_len < 100 ? u->stream_id_len : 100), u->stream_id,
+                     route->max_streams, m->partition, route->max_streams);
+            return dead_letter(p, m, DP_REJECT_STREAM_LIMIT, msg);
+        }
         if (!(s = ps_stream_new(p, u->stream_id, u->stream_id_len, route, m->partition)))
             return DP_ENOMEM;
         dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};

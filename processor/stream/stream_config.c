@@ -271,7 +271,8 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
     r->gate = dp_gate_policy_default;
     if (!json_is_object(js))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: must be an object", idx);
-    const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL, *jlook = NULL, *jroster = NULL;
+    const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL, *jlook = NULL, *jroster = NULL,
+                 *jmax = NULL, *jgroup = NULL;
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)js, key, val) {
@@ -281,10 +282,12 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
         else if (strcmp(key, "config") == 0) jcfg = val;
         else if (strcmp(key, "lookahead") == 0) jlook = val;
         else if (strcmp(key, "close_on_complete_roster") == 0) jroster = val;
+        else if (strcmp(key, "max_streams") == 0) jmax = val;
+        else if (strcmp(key, "budget_group") == 0) jgroup = val;
         else
             return dp_err(errstr, n, DP_EINVAL,
                           "streams[%zu]: unknown key \"%s\" (known: match, prefix, synthesizer, config, lookahead, "
-                          "close_on_complete_roster)", idx, key);
+                          "close_on_complete_roster, max_streams, budget_group)", idx, key);
     }
     if (jlook) {
         if (!json_is_integer(jlook) || json_integer_value(jlook) < 0 ||
@@ -329,6 +332,42 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu].config: required object (the synthesizer's parameters)", idx);
     if (!(r->config = json_deep_copy(jcfg)))
         return DP_ENOMEM;
+    if (jmax) {
+        if (!r->prefix)
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].max_streams: only for a \"prefix\" route (a \"match\" "
+                          "route has one stream)", idx);
+        if (!json_is_integer(jmax) || json_integer_value(jmax) < 1 || json_integer_value(jmax) > 1000000)
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].max_streams: must be an integer in 1..1000000", idx);
+        r->max_streams = (uint32_t)json_integer_value(jmax);
+    }
+    if (jgroup) {
+        if (!json_is_boolean(jgroup))
+            return dp_err(errstr, n, DP_EINVAL, "streams[%zu].budget_group: must be true or false", idx);
+        if (json_is_true(jgroup)) {
+            if (!r->max_streams)
+                return dp_err(errstr, n, DP_EINVAL, "streams[%zu].budget_group: needs max_streams (the budget is "
+                              "shared by at most that many streams)", idx);
+            /* The route's budget is for all its streams together: each of
+             * at most max_streams streams gets an equal share, so by
+             * composition the same people across them are charged at most
+             * the configured budget. */
+            int shared = 0;
+            static const char *const budget_keys[] = {"rho", "epsilon"};
+            for (size_t k = 0; k < 2; k++) {
+                json_t *b = json_object_get(r->config, budget_keys[k]);
+                if (b && json_is_number(b)) {
+                    double share = json_number_value(b) / (double)r->max_streams;
+                    if (json_object_set_new(r->config, budget_keys[k], json_real(share)) != 0)
+                        return DP_ENOMEM;
+                    shared = 1;
+                }
+            }
+            if (!shared)
+                return dp_err(errstr, n, DP_EINVAL, "streams[%zu].budget_group: the config has no numeric "
+                              "\"rho\" or \"epsilon\" to share", idx);
+            r->budget_group = 1;
+        }
+    }
     /* The file-wide δ applies to every stream that does not choose its own. */
     if (!json_object_get(r->config, "delta") &&
         json_object_set_new(r->config, "delta", json_real(c->delta)) != 0)

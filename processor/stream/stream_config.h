@@ -61,6 +61,8 @@ typedef struct dp_stream_route {
     char   *synthesizer;    /* "window", "cumulative", … */
     json_t *config;         /* the synthesizer's config object (owned; "delta" filled in) */
     dp_gate_policy gate;    /* when its steps close and how far data may run ahead */
+    uint32_t max_streams;   /* prefix routes: streams it may create per input partition (0: no cap) */
+    int      budget_group;  /* its streams share its budget: config's budget is already the share */
 } dp_stream_route;
 
 typedef struct dp_kafka_property {

@@ -47,6 +47,7 @@ static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_FUTURE_STEP] = "FUTURE_STEP",
     [DP_REJECT_EXHAUSTED] = "EXHAUSTED",
     [DP_REJECT_KEY_MISMATCH] = "KEY_MISMATCH",
+    [DP_REJECT_STREAM_LIMIT] = "STREAM_LIMIT",
 };
 
 const char *dp_reject_reason_name(dp_reject_reason r)
@@ -69,6 +70,7 @@ const char *dp_reject_reason_text(dp_reject_reason r)
     case DP_REJECT_FUTURE_STEP:      return "step after the stream's open step";
     case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
     case DP_REJECT_KEY_MISMATCH:     return "Kafka key is not the stream id, or the message is not in that key's partition";
+    case DP_REJECT_STREAM_LIMIT:     return "a new stream id over its route's max_streams";
     default:                         return "refused by the synthesizer";
     }
 }

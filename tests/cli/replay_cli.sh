@@ -205,3 +205,25 @@ rc=0
 "$BIN" export --from-replay "$WORK/run1" --out "$WORK/exp3" > /dev/null || fail "export --from-replay"
 [ ! -e "$WORK/exp3/deadletter.jsonl" ] || fail "export wrote a dead-letter file nobody asked for"
 echo "replay_cli: export dead-letter rules OK"
+
+# --- a prefix route's stream cap and shared budget (issue 12.5) -----------------
+cat > "$WORK/cap.json" <<'JSON'
+{"streams": [{"prefix": "g/", "synthesizer": "window", "max_streams": 2, "budget_group": true,
+              "config": {"horizon": 2, "k": 1, "rho": 1}}]}
+JSON
+for s in g/a g/b g/c; do
+    "$BIN" gen-panel --n 6 --steps 2 --categories 2 --stay 0.8 --seed-hex "$SEED" --stream "$s" --close-steps
+done > "$WORK/cap.jsonl"
+"$BIN" replay --config "$WORK/cap.json" --input "$WORK/cap.jsonl" --out "$WORK/cap" --key-hex "$KEY1" > /dev/null
+python3 - "$WORK" <<'PY' || fail "max_streams / budget_group"
+import collections, json, sys
+w = sys.argv[1]
+bud = [json.loads(l) for l in open(f"{w}/cap/budget.jsonl")]
+rej = collections.Counter((json.loads(json.loads(l)["raw"])["stream"], json.loads(l)["reason"])
+                          for l in open(f"{w}/cap/rejected.jsonl"))
+ok = sorted({b["stream"] for b in bud}) == ["g/a", "g/b"]
+ok = ok and all(b["budget_total"] == 0.5 for b in bud) and bud[-1]["spent_total"] == 0.5
+ok = ok and set(rej) == {("g/c", "STREAM_LIMIT")} and rej[("g/c", "STREAM_LIMIT")] == 6 * 2 + 2
+sys.exit(0 if ok else 1)
+PY
+echo "replay_cli: max_streams and budget_group OK"

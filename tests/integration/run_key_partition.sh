@@ -10,7 +10,11 @@
 #     partitioner, or one keying by entity, would do;
 #   * every copy is dead-lettered as KEY_MISMATCH, whichever instance owns
 #     the partition; the synthetic topic holds exactly one release series
-#     for s/a (each step once), with budget events that add up once.
+#     for s/a (each step once), with budget events that add up once;
+#   * the route caps its streams (max_streams 1, counted per partition, with
+#     budget_group: each stream holds the route's budget / 1): s/b, in s/a's
+#     partition, is refused as STREAM_LIMIT; s/d, alone in the other
+#     partition, is released.
 # Before the check, each instance built its own state for s/a from its own
 # partition and released the stream twice over.
 # Usage: bash run_key_partition.sh /path/to/dpstream   (from the repo root)
@@ -28,7 +32,7 @@ FAIL_LOGS=("$WORK/a.err" "$WORK/b.err")
 cat > "$WORK/config.json" <<EOF
 {"topics": {"prefix": "$PREFIX"},
  "kafka": {"session.timeout.ms": "6000", "group.id": "$PREFIX.group"},
- "streams": [{"prefix": "s/", "synthesizer": "window",
+ "streams": [{"prefix": "s/", "synthesizer": "window", "max_streams": 1, "budget_group": true,
               "config": {"horizon": 3, "k": 1, "categories": 2, "rho": 0.5}}]}
 EOF
 "$BIN" gen-panel --n 12 --steps 3 --categories 2 --stay 0.8 --seed-hex "$SEED" --stream s/a --close-steps \
@@ -38,6 +42,14 @@ N_IN=$(wc -l < "$WORK/panel.jsonl")
     > /dev/null 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
 HOME_P=$(kcat -b "$BOOT" -C -t "$PREFIX.updates" -e -q -f '%p\n' 2>/dev/null | sort -u)
 [ "$(echo "$HOME_P" | wc -l)" -eq 1 ] || fail "the stream's updates are not in one partition: $HOME_P"
+# s/b hashes to s/a's partition, s/d to the other one (CRC32 mod 2, librdkafka's default)
+for s in s/b s/d; do
+    "$BIN" gen-panel --n 5 --steps 3 --categories 2 --stay 0.8 --seed-hex "$SEED" --stream "$s" --close-steps \
+        --out "$WORK/$(echo "$s" | tr / _).jsonl"
+done
+N_B=$(wc -l < "$WORK/s_b.jsonl")
+HOME_B=$(python3 -c 'import zlib; print(zlib.crc32(b"s/b") % 2)')
+[ "$HOME_B" -eq "$HOME_P" ] || fail "s/b should share the partition of s/a"
 OTHER_P=$((1 - HOME_P))
 
 # --- the copies, raw Avro bytes out of the topic --------------------------------
@@ -58,6 +70,9 @@ for ((o = 0; o < N_IN; o++)); do       # the whole stream again, in the other pa
     put "$OTHER_P" "s/a" "$(msg $o)"
 done
 EXPECT_DL=$((2 + N_IN))
+"$BIN" produce --config "$WORK/config.json" --input "$WORK/s_b.jsonl" > /dev/null 2>&1 || fail "produce s/b"
+"$BIN" produce --config "$WORK/config.json" --input "$WORK/s_d.jsonl" > /dev/null 2>&1 || fail "produce s/d"
+EXPECT_LIMIT=$N_B
 
 # --- two instances, one partition each --------------------------------------------
 start() {
@@ -74,8 +89,8 @@ while :; do
         n=$(grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true)
         d=$(wc -l < "$WORK/dl.jsonl")
     fi
-    [ "$n" -ge 3 ] && [ "$d" -ge "$EXPECT_DL" ] && break
-    [ $SECONDS -lt $deadline ] || fail "timed out: $n releases, $d dead letters (want 3 and $EXPECT_DL)"
+    [ "$n" -ge 6 ] && [ "$d" -ge $((EXPECT_DL + EXPECT_LIMIT)) ] && break
+    [ $SECONDS -lt $deadline ] || fail "timed out: $n releases, $d dead letters (want 6 and $((EXPECT_DL + EXPECT_LIMIT)))"
     sleep 2
 done
 sleep 3   # a second release series, if any, would show up now
@@ -85,23 +100,29 @@ RUN_PIDS=()
 "$BIN" export --config "$WORK/config.json" --out "$WORK/out" --dead-letters "$WORK/dl.jsonl" > "$WORK/export.out" 2>> "$WORK/export.err" \
     || { cat "$WORK/export.err" >&2; fail "export found duplicate or inconsistent releases"; }
 
-python3 - "$WORK" "$EXPECT_DL" "$OTHER_P" <<'EOF' || fail "more than one release series, or copies not dead-lettered"
+python3 - "$WORK" "$EXPECT_DL" "$OTHER_P" "$EXPECT_LIMIT" <<'EOF' || fail "more than one release series per stream, or copies not dead-lettered"
 import collections, json, sys
-w, expect_dl, other = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+w, expect_dl, other, expect_limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 ok = True
 man = [json.loads(l) for l in open(f"{w}/out/releases.jsonl") if '"type":"manifest"' in l]
 steps = collections.Counter((m["stream"], m["step"]) for m in man)
-if sorted(steps) != [("s/a", 1), ("s/a", 2), ("s/a", 3)] or any(v != 1 for v in steps.values()):
+want = [(s, t) for s in ("s/a", "s/d") for t in (1, 2, 3)]
+if sorted(steps) != want or any(v != 1 for v in steps.values()):
     print("manifests:", dict(steps)); ok = False
-bud = [json.loads(l) for l in open(f"{w}/out/budget.jsonl")]
-if [b["step"] for b in bud] != [1, 2, 3] or abs(bud[-1]["spent_total"] - 0.5) > 1e-9:
-    print("budget events:", [(b["step"], b["spent_total"]) for b in bud]); ok = False
+bud = collections.defaultdict(list)
+for l in open(f"{w}/out/budget.jsonl"):
+    b = json.loads(l)
+    bud[b["stream"]].append(b)
+for s in ("s/a", "s/d"):
+    ev = bud[s]
+    if [b["step"] for b in ev] != [1, 2, 3] or ev[-1]["spent_total"] != 0.5 or ev[-1]["budget_total"] != 0.5:
+        print("budget events of", s, [(b["step"], b["spent_total"]) for b in ev]); ok = False
 dl = [json.loads(l) for l in open(f"{w}/dl.jsonl")]
 reasons = collections.Counter(d["reason"] for d in dl)
-if reasons != {"KEY_MISMATCH": expect_dl}:
-    print("dead letters:", dict(reasons), "want", expect_dl, "KEY_MISMATCH"); ok = False
-if sum(1 for d in dl if d["partition"] == other) != expect_dl - 2:
+if reasons != {"KEY_MISMATCH": expect_dl, "STREAM_LIMIT": expect_limit}:
+    print("dead letters:", dict(reasons), "want", expect_dl, "KEY_MISMATCH and", expect_limit, "STREAM_LIMIT"); ok = False
+if sum(1 for d in dl if d["partition"] == other and d["reason"] == "KEY_MISMATCH") != expect_dl - 2:
     print("not every copy in the other partition was refused"); ok = False
 sys.exit(0 if ok else 1)
 EOF
-echo "run_key_partition: OK (one release series; $EXPECT_DL copies dead-lettered as KEY_MISMATCH)"
+echo "run_key_partition: OK (one release series per stream; $EXPECT_DL copies dead-lettered as KEY_MISMATCH, $EXPECT_LIMIT updates as STREAM_LIMIT)"

@@ -306,6 +306,15 @@ static void test_gate_and_partitioner(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_STRING_EQUAL(c->partitioner, "murmur2_random");
     dp_stream_config_free(c);
+    /* a budget group of at most 4 streams: each stream's config holds a quarter */
+    c = load_ok("{\"streams\":[{\"prefix\":\"g/\",\"synthesizer\":\"window\",\"max_streams\":4,"
+                "\"budget_group\":true,\"config\":" WINDOW_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    const dp_stream_route *g = dp_stream_config_route(c, "g/x", 3);
+    CU_ASSERT_EQUAL(g->max_streams, 4);
+    CU_ASSERT(g->budget_group);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(g->config, "rho")), 0.005 / 4, 1e-18);
+    dp_stream_config_free(c);
     static const bad_config BAD[] = {
         {"{\"kafka\":{\"partitioner\":\"random\"},\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\","
          "\"config\":" WINDOW_CFG "}]}", "kafka.partitioner"},
@@ -313,6 +322,13 @@ static void test_gate_and_partitioner(void)
          "streams[0].lookahead"},
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"lookahead\":-1,\"config\":" WINDOW_CFG "}]}",
          "streams[0].lookahead"},
+        /* a stream cap only where a route can have several streams; a group needs the cap */
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"max_streams\":2,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].max_streams: only for a \"prefix\" route"},
+        {"{\"streams\":[{\"prefix\":\"a\",\"synthesizer\":\"window\",\"max_streams\":0,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].max_streams: must be an integer"},
+        {"{\"streams\":[{\"prefix\":\"a\",\"synthesizer\":\"window\",\"budget_group\":true,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].budget_group: needs max_streams"},
         /* both release n exactly: add/remove neighbours only with n declared public */
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":{\"horizon\":4,\"k\":1,"
          "\"rho\":1,\"neighbors\":\"add_remove\"}}]}", "neighbors \"add_remove\" is refused"},
