@@ -199,10 +199,14 @@ static void cumul_release_destroy(dp_release_half *rel)
 
 static dp_counter_config counter_config(const cumul_release *w, uint64_t horizon, double rho)
 {
+    /* Counter M_b runs for T-b+1 steps, so the last ones are shorter than a
+     * configured block: a block never exceeds its counter's horizon (B = H
+     * is one block, the whole horizon). */
+    uint64_t block = w->cfg.counter_block > horizon ? horizon : w->cfg.counter_block;
     dp_counter_config cc = {
         .kind = w->cfg.counter_kind,
         .horizon = horizon,
-        .block = w->cfg.counter_block,
+        .block = block,
         .buffers = w->cfg.counter_buffers,
         .budget = {DP_PRIVACY_ZCDP, rho},
         .neighbor_entries = w->cfg.replace ? 2 : 1,

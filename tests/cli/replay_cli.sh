@@ -227,3 +227,19 @@ ok = ok and set(rej) == {("g/c", "STREAM_LIMIT")} and rej[("g/c", "STREAM_LIMIT"
 sys.exit(0 if ok else 1)
 PY
 echo "replay_cli: max_streams and budget_group OK"
+
+# --- cumulative with a block counter of block size B >= 2 (issue 13.8) ----------
+for B in 2 4 6; do
+    cat > "$WORK/blk.json" <<JSON
+{"streams": [{"match": "b", "synthesizer": "cumulative",
+              "config": {"horizon": 6, "rho": 1, "counter": {"kind": "block", "block": $B}}}]}
+JSON
+    "$BIN" gen-panel --n 50 --steps 6 --categories 2 --stay 0.7 --seed-hex "$SEED" --stream b --close-steps \
+        > "$WORK/blk.jsonl"
+    "$BIN" replay --config "$WORK/blk.json" --input "$WORK/blk.jsonl" --out "$WORK/blk$B" --key-hex "$KEY1" > /dev/null \
+        || fail "cumulative with block counter B=$B refused"
+    [ "$(grep -c '"type":"manifest"' "$WORK/blk$B/releases.jsonl")" -eq 6 ] || fail "block B=$B: not 6 releases"
+    grep -q '"step":6,"status":"EXHAUSTED","mechanism":"cumulative/block"' "$WORK/blk$B/budget.jsonl" \
+        || fail "block B=$B: no exhausted budget event from the block counter"
+done
+echo "replay_cli: cumulative with block counters OK"
