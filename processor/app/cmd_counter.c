@@ -21,6 +21,7 @@ static void counter_usage(FILE *f)
     fprintf(f,
             "usage: dpstream counter --kind K [--horizon T] [--block B] [--buffers d]\n"
             "                        (--rho R | --epsilon E) (--key-hex H | --key-file F)\n"
+            "                        (no key needed with --variance)\n"
             "                        [--label L] [--stream S] [--replace] [--variance]\n"
             "  Reads one integer per line from stdin (one per step) and prints the\n"
             "  noisy prefix sum after each step.\n"
@@ -140,8 +141,14 @@ int cmd_counter(int argc, char **argv)
     cfg.max_abs_change = 1;
 
     dp_key key;
-    if (cli_load_key(CMD, key_file, key_hex, &key) != 0)
+    if (variance && !key_file && !key_hex) {
+        /* The variance is analytic: nothing is drawn, so no key is needed
+         * (the counter is built with a placeholder that never noises an
+         * output anyone sees). */
+        memset(&key, 0, sizeof key);
+    } else if (cli_load_key(CMD, key_file, key_hex, &key) != 0) {
         return 2;
+    }
     dp_noise_source noise = {&key, stream, strlen(stream), label};
     dp_counter *c;
     char err[256];

@@ -129,6 +129,15 @@ run neg 0 "$TMP/crlf" --kind block --horizon 3 --epsilon 1 --key-hex $KEY
 
 "$BIN" counter --help >/dev/null 2>&1 && pass "--help" || fail "--help"
 
+# --variance draws nothing, so it needs no key (issue 13.9); with a key, the same figures
+nokey=$("$BIN" counter --kind tree --horizon 8 --rho 1 --variance 2>&1) || fail "--variance without a key refused: $nokey"
+withkey=$("$BIN" counter --kind tree --horizon 8 --rho 1 --variance \
+    --key-hex 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f 2>&1) || fail "--variance with a key"
+[ "$nokey" = "$withkey" ] && [ "$(echo "$nokey" | wc -l)" -eq 8 ] || fail "--variance output depends on the key"
+if echo 1 | "$BIN" counter --kind tree --horizon 8 --rho 1 > /dev/null 2>&1; then
+    fail "counting without a key was accepted"
+fi
+
 if [ "$FAILS" -ne 0 ]; then
     echo "$FAILS failure(s)" >&2
     exit 1
