@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent install of every Debian package dpstream's build, tests and
-# benchmarks need. Safe to run repeatedly: it only installs what is missing
+# benchmarks need (R and plm: the NLSY recipe and its test, which must run
+# in CI rather than be skipped). Safe to run repeatedly: it only installs what is missing
 # and runs `apt-get update` only when something must be installed.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ PACKAGES=(
   librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev
   kcat python3 python3-yaml
   openjdk-17-jre-headless maven
+  r-base-core r-cran-plm
 )
 
 missing=()

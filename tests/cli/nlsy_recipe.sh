@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # nlsy_recipe.sh — runs connectors/nlsy/make_updates.sh on the real NLSY
-# "Males" panel when Rscript and the plm package are installed; otherwise
-# prints SKIP and exits 77 (ctest: set SKIP_RETURN_CODE 77 on cli.nlsy_recipe).
+# "Males" panel (scripts/install-deps.sh installs Rscript and the plm
+# package).  Without them it FAILS under CI=true (CI runs every test; a
+# missing prerequisite is a missing install step) and otherwise prints
+# SKIP and exits 77 (ctest: SKIP_RETURN_CODE 77), for a developer's tree.
 # Checks: 545 men x 8 years per stream, a CLOSE_STEP per year, union and
 # married shares per year in the updates equal R's own tables (computed
 # independently from the package data), 8 releases per stream, and the
@@ -10,7 +12,11 @@
 set -euo pipefail
 BIN=${1:?usage: nlsy_recipe.sh path/to/dpstream}
 if ! command -v Rscript > /dev/null || ! Rscript -e 'quit(status = !requireNamespace("plm", quietly = TRUE))' > /dev/null 2>&1; then
-    echo "SKIP: nlsy_recipe needs Rscript and the R package plm (apt-get install r-base-core r-cran-plm)"
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: nlsy_recipe needs Rscript and the R package plm, which scripts/install-deps.sh installs" >&2
+        exit 1
+    fi
+    echo "SKIP: nlsy_recipe needs Rscript and the R package plm (bash scripts/install-deps.sh)"
     exit 77
 fi
 SRC=${DPSTREAM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
