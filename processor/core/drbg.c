@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char DRBG_DOMAIN[] = "dpstream.drbg.v1";
@@ -142,6 +143,27 @@ static int hexval(int c)
     return -1;
 }
 
+/* An all-zero key is a placeholder, never a secret: refuse it. */
+static int key_usable(dp_key *key, const char *what, char *errstr, size_t errstr_size)
+{
+    uint8_t any = 0;
+    for (size_t i = 0; i < DP_KEY_BYTES; i++)
+        any |= key->bytes[i];
+    if (any)
+        return DP_OK;
+    sodium_memzero(key, sizeof *key);
+    return dp_err(errstr, errstr_size, DP_EINVAL, "%s is all zero bytes: not a secret (dpstream keygen makes one)",
+                  what);
+}
+
+static int all_hex(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (hexval(p[i]) < 0)
+            return 0;
+    return 1;
+}
+
 int dp_key_from_hex(dp_key *key, const char *hex, char *errstr, size_t errstr_size)
 {
     size_t n = strlen(hex);
@@ -155,7 +177,7 @@ int dp_key_from_hex(dp_key *key, const char *hex, char *errstr, size_t errstr_si
                           "key contains a non-hex character at position %zu", 2 * i + (hi < 0 ? 0 : 1));
         key->bytes[i] = (uint8_t)(hi << 4 | lo);
     }
-    return DP_OK;
+    return key_usable(key, "key", errstr, errstr_size);
 }
 
 int dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_size)
@@ -164,6 +186,15 @@ int dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_
     FILE *f = fopen(path, "rb");
     if (!f)
         return dp_err(errstr, errstr_size, DP_EIO, "cannot open key file %s: %s", path, strerror(errno));
+    /* As ssh does with private keys: a key others can read is not secret. */
+    struct stat st;
+    const char *allow = getenv("DPSTREAM_ALLOW_OPEN_KEY_FILES");
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) && !(allow && strcmp(allow, "1") == 0)) {
+        fclose(f);
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "key file %s is accessible by group or others (mode %04o): chmod 600 it "
+                      "(or set DPSTREAM_ALLOW_OPEN_KEY_FILES=1 to accept that)", path, (unsigned)(st.st_mode & 07777));
+    }
     size_t n = fread(buf, 1, sizeof buf, f);
     int rerr = ferror(f);
     fclose(f);
@@ -173,15 +204,25 @@ int dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_
     if (n == sizeof buf) {
         rc = dp_err(errstr, errstr_size, DP_EINVAL,
                     "key file %s is too long: it must hold 32 raw bytes or 64 hex digits", path);
+    } else if (n == DP_KEY_BYTES && all_hex(buf, n)) {
+        /* 32 hex digits are a 16-byte key written as text, not 32 raw bytes
+         * (a random 32-byte key is all hex digits with probability 2^-113). */
+        rc = dp_err(errstr, errstr_size, DP_EINVAL,
+                    "key file %s holds 32 hex digits (a 16-byte key as text); a key is 32 raw bytes, "
+                    "64 hex digits or 44 base64 characters", path);
     } else if (n == DP_KEY_BYTES) {
         memcpy(key->bytes, buf, DP_KEY_BYTES);
-        rc = DP_OK;
+        rc = key_usable(key, "the key file's key", errstr, errstr_size);
     } else {
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
             n--;
-        if (n != 2 * DP_KEY_BYTES) {
+        size_t got = 0;
+        if (n == 44 && sodium_base642bin(key->bytes, DP_KEY_BYTES, (const char *)buf, n, NULL, &got, NULL,
+                                         sodium_base64_VARIANT_ORIGINAL) == 0 && got == DP_KEY_BYTES) {
+            rc = key_usable(key, "the key file's key", errstr, errstr_size);   /* base64 text */
+        } else if (n != 2 * DP_KEY_BYTES) {
             rc = dp_err(errstr, errstr_size, DP_EINVAL,
-                        "key file %s must hold 32 raw bytes or 64 hex digits", path);
+                        "key file %s must hold 32 raw bytes, 64 hex digits or 44 base64 characters", path);
         } else {
             char hex[2 * DP_KEY_BYTES + 1];
             memcpy(hex, buf, 2 * DP_KEY_BYTES);

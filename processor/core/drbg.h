@@ -146,8 +146,12 @@ unsigned __int128 dp_drbg_uniform128(dp_drbg *g, unsigned __int128 m);
 
 /* Parse exactly 64 hex digits. Returns 0 or DP_EINVAL. */
 int  dp_key_from_hex(dp_key *key, const char *hex, char *errstr, size_t errstr_size);
-/* Read a key file: exactly 32 raw bytes, or 64 hex digits (optionally
- * followed by a newline).  Returns 0, DP_EIO or DP_EINVAL. */
+/* Read a key file: exactly 32 raw bytes, 64 hex digits or 44 base64
+ * characters (text optionally followed by a newline).  Refused: a file
+ * group or others can access (unless DPSTREAM_ALLOW_OPEN_KEY_FILES=1, as
+ * ssh refuses open private keys), 32 hex digits (a 16-byte key written as
+ * text, which would silently be used as 32 raw bytes), and an all-zero key
+ * (dp_key_from_hex refuses that too).  Returns 0, DP_EIO or DP_EINVAL. */
 int  dp_key_load_file(dp_key *key, const char *path, char *errstr, size_t errstr_size);
 /* A fingerprint of the key that reveals nothing about it: BLAKE2b keyed
  * with the key over a fixed label (domain-separated from every noise

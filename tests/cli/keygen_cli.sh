@@ -56,5 +56,33 @@ grep -q "cannot create" "$TMP/err" || fail "missing directory: no clear message"
 "$BIN" keygen --bogus 2>/dev/null && fail "unknown flag accepted"
 "$BIN" keygen --help | grep -q 0600 || fail "--help does not mention the file mode"
 
+# --- key files as people write them (issue 13.6) -------------------------------
+S() { "$BIN" sample --dist dlap --scale 1 --count 5 "$@"; }
+HEX=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+S --key-hex $HEX > "$TMP/ref" || fail "sample with the hex key"
+# base64 text of the same 32 bytes is the same key
+python3 -c "import base64,sys; sys.stdout.write(base64.b64encode(bytes(range(32))).decode()+'\n')" > "$TMP/b64"
+chmod 600 "$TMP/b64"
+S --key-file "$TMP/b64" > "$TMP/b64.out" 2>"$TMP/err" || fail "a base64 key file was refused: $(cat "$TMP/err")"
+cmp -s "$TMP/ref" "$TMP/b64.out" || fail "base64 key file differs from its hex"
+# 32 hex digits: a 16-byte key as text, not 32 raw bytes
+printf '%s' 000102030405060708090a0b0c0d0e0f > "$TMP/hex32"; chmod 600 "$TMP/hex32"
+S --key-file "$TMP/hex32" > /dev/null 2>"$TMP/err" && fail "32 hex digits were used as a raw key"
+grep -q "32 hex digits" "$TMP/err" || fail "32 hex digits: no clear message"
+# all-zero keys, as a file and as hex
+head -c 32 /dev/zero > "$TMP/zero"; chmod 600 "$TMP/zero"
+S --key-file "$TMP/zero" > /dev/null 2>"$TMP/err" && fail "an all-zero key file was accepted"
+grep -q "all zero" "$TMP/err" || fail "all-zero key file: no clear message"
+S --key-hex 0000000000000000000000000000000000000000000000000000000000000000 > /dev/null 2>&1 \
+    && fail "an all-zero hex key was accepted"
+# group/world-readable key files are refused unless allowed explicitly
+"$BIN" keygen --out "$TMP/open" > /dev/null 2>&1 || fail "keygen"
+chmod 644 "$TMP/open"
+S --key-file "$TMP/open" > /dev/null 2>"$TMP/err" && fail "a world-readable key file was accepted"
+grep -q "chmod 600" "$TMP/err" || fail "open key file: no clear message"
+DPSTREAM_ALLOW_OPEN_KEY_FILES=1 S --key-file "$TMP/open" > /dev/null 2>&1 || fail "DPSTREAM_ALLOW_OPEN_KEY_FILES=1 not honoured"
+chmod 600 "$TMP/open"
+S --key-file "$TMP/open" > /dev/null 2>&1 || fail "a 0600 key file was refused"
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed" >&2; exit 1; fi
 echo "all keygen CLI checks passed"

@@ -106,6 +106,7 @@ EOF
 "$BIN" replay --config "$WORK/config.json" --input "$WORK/input.jsonl" --out "$WORK/run1" --key-hex "$KEY1" > "$WORK/summary1.txt"
 "$BIN" replay --config "$WORK/config.json" --input "$WORK/input.jsonl" --out "$WORK/run2" --key-hex "$KEY1" > /dev/null
 printf '%s' "$KEY2" > "$WORK/key2.hex"
+chmod 600 "$WORK/key2.hex"
 "$BIN" replay --config "$WORK/config.json" --input - --out "$WORK/run3" --key-file "$WORK/key2.hex" < "$WORK/input.jsonl" > /dev/null
 for f in releases.jsonl budget.jsonl rejected.jsonl; do
     [ -s "$WORK/run1/$f" ] || fail "$f missing or empty"

@@ -46,6 +46,7 @@ cmp -s "$TMP/a" "$TMP/d" && ok "documented defaults" || fail "explicit defaults 
 cmp -s "$TMP/a" "$TMP/e" && cmp -s "$TMP/a" "$TMP/f" && ok "100 = 200/2 = 1e2" || fail "equal rationals differ"
 # Key file gives the same stream as the same key in hex.
 printf '%s\n' $KEY >"$TMP/key.hex"
+chmod 600 "$TMP/key.hex"
 "$BIN" sample --dist dgauss --sigma2 100 --count 1000 --key-file "$TMP/key.hex" >"$TMP/g"
 cmp -s "$TMP/a" "$TMP/g" && ok "--key-file = --key-hex" || fail "key file and hex differ"
 
@@ -112,6 +113,7 @@ expect_err "two keys"              "exactly one"        --dist dlap --scale 1 --
 expect_err "short hex key"         "64 hex"             --dist dlap --scale 1 --count 1 --key-hex abcd
 expect_err "unreadable key file"   "cannot open"        --dist dlap --scale 1 --count 1 --key-file "$TMP/nope"
 printf 'short' >"$TMP/badkey"
+chmod 600 "$TMP/badkey"
 expect_err "malformed key file"    "32 raw bytes"       --dist dlap --scale 1 --count 1 --key-file "$TMP/badkey"
 expect_err "unknown flag"          "unknown argument"   --dist dlap --scale 1 --count 1 --key-hex $KEY --frobnicate
 expect_err "flag without value"    "needs a value"      --dist dlap --scale 1 --count 1 --key-hex

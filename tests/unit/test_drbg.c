@@ -4,6 +4,8 @@
  * chi-square and normal distributions at fixed keys. */
 #include "dptest.h"
 
+#include <sys/stat.h>
+
 #include "core/dp_error.h"
 #include "core/drbg.h"
 
@@ -423,6 +425,10 @@ static void test_keys(void)
     FILE *f = fopen(path, "w");
     fprintf(f, "%s\n", hex);
     fclose(f);
+    chmod(path, 0644);
+    CU_ASSERT(dp_key_load_file(&k2, path, err, sizeof err) == DP_EINVAL);   /* others may read it */
+    CU_ASSERT(strstr(err, "chmod 600") != NULL);
+    chmod(path, 0600);
     CU_ASSERT(dp_key_load_file(&k2, path, err, sizeof err) == DP_OK);
     dptest_key(&k, 0);
     CU_ASSERT(memcmp(k.bytes, k2.bytes, 32) == 0);
@@ -430,10 +436,12 @@ static void test_keys(void)
     fprintf(f, "%s\n\n\nXXXXXXXX", hex);
     fclose(f);
     CU_ASSERT(dp_key_load_file(&k2, path, err, sizeof err) == DP_EINVAL);
+    CU_ASSERT(strstr(err, "too long") != NULL);
     f = fopen(path, "w");
     fprintf(f, "abc");
     fclose(f);
     CU_ASSERT(dp_key_load_file(&k2, path, err, sizeof err) == DP_EINVAL);
+    CU_ASSERT(strstr(err, "32 raw bytes") != NULL);
     unlink(path);
     CU_ASSERT(dp_key_load_file(&k2, path, err, sizeof err) == DP_EIO);
     rmdir(dir);
