@@ -328,6 +328,27 @@ int dp_ledger_check_plan(const dp_ledger *l, dp_privacy planned,
     return DP_OK;
 }
 
+/* A new entry (step, label) at the end, or NULL (out of memory; the ledger
+ * is then exhausted: fail closed). */
+static dp_ledger_entry *ledger_append(dp_ledger *l, uint64_t step, const char *mechanism, size_t mlen)
+{
+    if (l->n_entries == l->cap_entries) {
+        size_t cap = l->cap_entries ? l->cap_entries * 2 : 16;
+        dp_ledger_entry *e = cap > SIZE_MAX / sizeof *e ? NULL : realloc(l->entries, cap * sizeof *e);
+        if (!e) {
+            l->exhausted = 1;
+            return NULL;
+        }
+        l->entries = e;
+        l->cap_entries = cap;
+    }
+    dp_ledger_entry *e = &l->entries[l->n_entries++];
+    memset(e, 0, sizeof *e);
+    e->step = step;
+    memcpy(e->mechanism, mechanism, mlen);
+    return e;
+}
+
 int dp_ledger_spend(dp_ledger *l, uint64_t step, const char *mechanism,
                     dp_privacy cost, char *errstr, size_t errstr_size)
 {
@@ -360,21 +381,10 @@ int dp_ledger_spend(dp_ledger *l, uint64_t step, const char *mechanism,
                       mechanism, (unsigned long long)step, dp_privacy_model_name(l->model),
                       amount, dp_ledger_remaining(l), l->budget);
     }
-    if (l->n_entries == l->cap_entries) {
-        size_t cap = l->cap_entries ? l->cap_entries * 2 : 16;
-        dp_ledger_entry *e = cap > SIZE_MAX / sizeof *e ? NULL : realloc(l->entries, cap * sizeof *e);
-        if (!e) {
-            l->exhausted = 1;
-            return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory recording %s", mechanism);
-        }
-        l->entries = e;
-        l->cap_entries = cap;
-    }
-    dp_ledger_entry *e = &l->entries[l->n_entries++];
-    memset(e, 0, sizeof *e);
-    e->step = step;
+    dp_ledger_entry *e = ledger_append(l, step, mechanism, mlen);
+    if (!e)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory recording %s", mechanism);
     e->amount = amount;
-    memcpy(e->mechanism, mechanism, mlen);
     l->spent = total;
     if (ledger_met(l))
         l->exhausted = 1;
@@ -402,22 +412,11 @@ int dp_ledger_spend_units(dp_ledger *l, uint64_t step, const char *mechanism, ui
                       (unsigned long long)step, (unsigned long long)units,
                       (unsigned long long)(l->units_total - l->units_spent), (unsigned long long)l->units_total);
     }
-    if (l->n_entries == l->cap_entries) {
-        size_t cap = l->cap_entries ? l->cap_entries * 2 : 16;
-        dp_ledger_entry *e = cap > SIZE_MAX / sizeof *e ? NULL : realloc(l->entries, cap * sizeof *e);
-        if (!e) {
-            l->exhausted = 1;
-            return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory recording %s", mechanism);
-        }
-        l->entries = e;
-        l->cap_entries = cap;
-    }
-    dp_ledger_entry *e = &l->entries[l->n_entries++];
-    memset(e, 0, sizeof *e);
-    e->step = step;
+    dp_ledger_entry *e = ledger_append(l, step, mechanism, mlen);
+    if (!e)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "ledger: out of memory recording %s", mechanism);
     e->units = units;
     e->amount = dp_ledger_units_value(l, units);
-    memcpy(e->mechanism, mechanism, mlen);
     l->units_spent += units;
     l->spent = dp_ledger_units_value(l, l->units_spent);
     if (l->units_spent == l->units_total)
