@@ -580,7 +580,7 @@ int dp_load_mapping_from_json(dp_load_mapping *m, const json_t *root, char *errs
         goto fail;
     }
     if (json_is_string(stream)) {
-        if (json_string_length(stream) == 0 || !dp_utf8_valid(json_string_value(stream), json_string_length(stream))) {
+        if (json_string_length(stream) == 0 || !dp_id_text_valid(json_string_value(stream), json_string_length(stream))) {
             rc = dp_err(errstr, errstr_size, DP_EINVAL, "stream must be a non-empty string");
             goto fail;
         }
@@ -718,8 +718,8 @@ dp_load_reject dp_load_row_convert(const dp_load_mapping *m, const char *const *
             return r;
         sv = vals[m->stream_col];
         sn = lens[m->stream_col];
-        if (!dp_utf8_valid(sv, sn)) {
-            dp_err(errstr, errstr_size, DP_EINVAL, "column \"%s\": stream id is not valid UTF-8",
+        if (!dp_id_text_valid(sv, sn)) {
+            dp_err(errstr, errstr_size, DP_EINVAL, "column \"%s\": stream id is not valid UTF-8 or holds a NUL byte",
                    m->columns[m->stream_col]);
             return DP_LOAD_BAD_STRING;
         }
@@ -761,8 +761,9 @@ dp_load_reject dp_load_row_convert(const dp_load_mapping *m, const char *const *
             return r;
         const char *ev = vals[m->entity_col];
         size_t en = lens[m->entity_col];
-        if (!dp_utf8_valid(ev, en)) {
-            dp_err(errstr, errstr_size, DP_EINVAL, "column \"%s\": entity id is not valid UTF-8", m->columns[m->entity_col]);
+        if (!dp_id_text_valid(ev, en)) {
+            dp_err(errstr, errstr_size, DP_EINVAL, "column \"%s\": entity id is not valid UTF-8 or holds a NUL byte",
+                   m->columns[m->entity_col]);
             return DP_LOAD_BAD_STRING;
         }
         if (copy_str(&out->entity, &out->entity_cap, ev, en) != 0)

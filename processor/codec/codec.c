@@ -320,10 +320,9 @@ int dpc_check_text(const char *s, size_t len, int nonempty, const char *field,
         ascii++;
     if (ascii == len)
         return DP_OK;
-    if (len && memchr(s, 0, len))
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s contains a NUL character", field);
-    if (!dp_utf8_valid(s, len))
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s is not valid UTF-8", field);
+    if (!dp_id_text_valid(s, len))   /* core/utf8.h: the one rule for text */
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s %s", field,
+                      memchr(s, 0, len) ? "contains a NUL character" : "is not valid UTF-8");
     return DP_OK;
 }
 

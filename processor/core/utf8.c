@@ -78,3 +78,8 @@ int dp_utf8_sanitize(dp_vec *out, const char *s, size_t n, size_t *out_len)
     *out_len = j;
     return DP_OK;
 }
+
+int dp_id_text_valid(const char *s, size_t n)
+{
+    return (n == 0 || memchr(s, 0, n) == NULL) && dp_utf8_valid(s, n);
+}

@@ -247,4 +247,12 @@ expect_exit 2 "no output" -- "$BIN" load --input "$WORK/ms.csv" --mapping "$WORK
 printf '' > "$WORK/empty.csv"
 expect_exit 1 "empty CSV" -- "$BIN" load --input "$WORK/empty.csv" --mapping "$WORK/map.json" --out "$WORK/x.jsonl"
 expect_exit 2 "unknown layout" -- "$BIN" export --from-replay "$WORK/rep" --out "$WORK/x" --layout nope
+# --- one rule for ids (issue 13.5): a NUL byte in an id is a bad row, never the end of a load
+printf 'person,t,v\nalice,1,0\nb\000b,1,1\ncarol,1,1\n' > "$WORK/nul.csv"
+echo '{"stream": "s", "step": {"column": "t"}, "entity": {"column": "person"}, "payload": {"type": "category", "column": "v"}}' \
+    > "$WORK/nul.map.json"
+"$BIN" load --input "$WORK/nul.csv" --mapping "$WORK/nul.map.json" --out "$WORK/nul.jsonl" --rejects "$WORK/nul.rej" \
+    > /dev/null 2> "$WORK/nul.err" || fail "a NUL in an id stopped the load"
+[ "$(wc -l < "$WORK/nul.jsonl")" -eq 2 ] || fail "NUL id: the good rows were not all written"
+grep -q '"line":3' "$WORK/nul.rej" && grep -q 'NUL' "$WORK/nul.rej" || fail "NUL id: not reported as a bad row with its line"
 echo "load_cli: ok"
