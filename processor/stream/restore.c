@@ -269,7 +269,7 @@ static int restore_decode(proc *p, const dp_bytes_map *latest, const char *key, 
 {
     dp_state_chunk_info info;
     if (dp_state_chunk_peek(p->codec, v->data, v->len, &info) != DP_OK || info.chunk_count <= 1)
-        return dp_state_decode(p->codec, v->data, v->len, p->o->state_key, r, scratch, err, errn);
+        return dp_state_decode(p->codec, v->data, v->len, p->o->state_key, p->o->noise_key, r, scratch, err, errn);
     /* at most one piece per key present: a corrupt count cannot make this huge */
     size_t cap = info.chunk_count < latest->count ? info.chunk_count : latest->count;
     dp_state_piece *pieces = malloc((cap ? cap : 1) * sizeof *pieces);
@@ -291,7 +291,7 @@ static int restore_decode(proc *p, const dp_bytes_map *latest, const char *key, 
             pieces[n++] = (dp_state_piece){.data = cv->data, .len = cv->len};
     }
     if (rc == DP_OK)
-        rc = dp_state_decode_chunks(p->codec, pieces, n, p->o->state_key, r, scratch, err, errn);
+        rc = dp_state_decode_chunks(p->codec, pieces, n, p->o->state_key, p->o->noise_key, r, scratch, err, errn);
     else
         snprintf(err, errn, "out of memory");
     dp_buf_free(&ck);

@@ -198,7 +198,7 @@ int ps_write_snapshot(proc *p, ps_stream *s)
         snapshot_emit e = {.p = p, .s = s};
         dp_buf_init(&e.key);
         size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
-        rc = dp_state_encode_snapshot_chunks(p->codec, &r, p->o->state_key, cb, &p->enc, emit_snapshot_chunk, &e,
+        rc = dp_state_encode_snapshot_chunks(p->codec, &r, p->o->state_key, p->o->noise_key, cb, &p->enc, emit_snapshot_chunk, &e,
                                              err, sizeof err);
         if (rc != DP_OK && err[0])
             dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);

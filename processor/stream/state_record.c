@@ -43,7 +43,29 @@ static int chunk_public_fields(const dp_codec_snapshot *s, dp_buf *out)
 
 /* clear: reset *out before each chunk (the split form) or append to it
  * (the single-message form, which keeps its historical contract). */
-static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key, size_t chunk_bytes,
+/* MAC of a plaintext state (state_record.h): BLAKE2b-256 keyed with a
+ * subkey of mac_key, over the public fields (the AD) and the state. */
+static void state_mac(const dp_key *mac_key, const uint8_t *ad, size_t ad_len, const uint8_t *state, size_t len,
+                      uint8_t out[DP_STATE_MAC_BYTES])
+{
+    static const char label[] = "dpstream.state.mac.v1";
+    uint8_t sub[32];
+    crypto_generichash(sub, sizeof sub, (const uint8_t *)label, sizeof label - 1, mac_key->bytes,
+                       sizeof mac_key->bytes);
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, sub, sizeof sub, DP_STATE_MAC_BYTES);
+    uint8_t n[8];
+    for (int i = 0; i < 8; i++)
+        n[i] = (uint8_t)((uint64_t)ad_len >> (8 * i));
+    crypto_generichash_update(&h, n, sizeof n);
+    crypto_generichash_update(&h, ad, ad_len);
+    crypto_generichash_update(&h, state, len);
+    crypto_generichash_final(&h, out, DP_STATE_MAC_BYTES);
+    sodium_memzero(sub, sizeof sub);
+}
+
+static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
+                         const dp_key *mac_key, size_t chunk_bytes,
                          dp_buf *out, int clear, dp_state_chunk_fn emit, void *ctx, char *errstr,
                          size_t errstr_size)
 {
@@ -68,7 +90,22 @@ static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key
     dp_buf_init(&ad);
     dp_buf_init(&sealed);
     int rc = DP_OK;
-    if (state_key) {
+    if (!state_key) {
+        /* Plaintext: state ‖ MAC, split like a ciphertext, so one MAC
+         * authenticates the reassembly. */
+        if (!mac_key)
+            rc = dp_err(errstr, errstr_size, DP_EINVAL, "snapshot: no key to authenticate it with");
+        else if ((rc = snapshot_ad(&s, &ad)) == DP_OK) {
+            uint8_t mac[DP_STATE_MAC_BYTES];
+            state_mac(mac_key, ad.data, ad.len, r->state, r->state_len, mac);
+            dp_buf_put_bytes(&sealed, r->state, r->state_len);
+            dp_buf_put_bytes(&sealed, mac, sizeof mac);
+            if ((rc = dp_buf_status(&sealed)) == DP_OK) {
+                s.state = sealed.data;
+                s.state_len = sealed.len;
+            }
+        }
+    } else {
         /* The whole state is sealed once and the ciphertext split
          * (Snapshot.avsc), so one tag authenticates the reassembly. */
         if ((rc = snapshot_ad(&s, &ad)) == DP_OK)
@@ -105,16 +142,16 @@ static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key
 }
 
 int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
-                             dp_buf *out, char *errstr, size_t errstr_size)
+                             const dp_key *mac_key, dp_buf *out, char *errstr, size_t errstr_size)
 {
-    return encode_chunks(codec, r, state_key, SIZE_MAX, out, 0, NULL, NULL, errstr, errstr_size);
+    return encode_chunks(codec, r, state_key, mac_key, SIZE_MAX, out, 0, NULL, NULL, errstr, errstr_size);
 }
 
 int dp_state_encode_snapshot_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
-                                    size_t chunk_bytes, dp_buf *out, dp_state_chunk_fn emit, void *ctx,
-                                    char *errstr, size_t errstr_size)
+                                    const dp_key *mac_key, size_t chunk_bytes, dp_buf *out, dp_state_chunk_fn emit,
+                                    void *ctx, char *errstr, size_t errstr_size)
 {
-    return encode_chunks(codec, r, state_key, chunk_bytes, out, 1, emit, ctx, errstr, errstr_size);
+    return encode_chunks(codec, r, state_key, mac_key, chunk_bytes, out, 1, emit, ctx, errstr, errstr_size);
 }
 
 int dp_state_snapshot_key(const char *stream_id, size_t stream_id_len, uint32_t chunk_index, dp_buf *out)
@@ -211,13 +248,13 @@ static int decode_progress(const uint8_t *data, size_t len, dp_state_record *out
 }
 
 int dp_state_decode(dp_codec *codec, const uint8_t *data, size_t len, const dp_key *state_key,
-                    dp_state_record *out, dp_buf *scratch, char *errstr, size_t errstr_size)
+                    const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, char *errstr, size_t errstr_size)
 {
     memset(out, 0, sizeof *out);
     if (is_progress(data, len))
         return decode_progress(data, len, out, scratch, errstr, errstr_size);
     dp_state_piece one = {.data = data, .len = len};
-    return dp_state_decode_chunks(codec, &one, 1, state_key, out, scratch, errstr, errstr_size);
+    return dp_state_decode_chunks(codec, &one, 1, state_key, mac_key, out, scratch, errstr, errstr_size);
 }
 
 static int decode_piece(dp_codec *codec, const dp_state_piece *p, dp_codec_snapshot *s, char *errstr,
@@ -228,7 +265,7 @@ static int decode_piece(dp_codec *codec, const dp_state_piece *p, dp_codec_snaps
 }
 
 int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t n_pieces,
-                           const dp_key *state_key, dp_state_record *out, dp_buf *scratch,
+                           const dp_key *state_key, const dp_key *mac_key, dp_state_record *out, dp_buf *scratch,
                            char *errstr, size_t errstr_size)
 {
     memset(out, 0, sizeof *out);
@@ -324,9 +361,28 @@ int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t
         dp_buf_free(&ad);
         dp_buf_free(&sealed);
     } else if (rc == DP_OK) {
-        scratch->len = 0;
-        dp_buf_put_bytes(scratch, whole.data, whole.len);
-        rc = dp_buf_status(scratch);
+        dp_buf ad;
+        dp_buf_init(&ad);
+        uint8_t mac[DP_STATE_MAC_BYTES];
+        if (!mac_key || whole.len < DP_STATE_MAC_BYTES)
+            rc = DP_ECORRUPT;
+        else if ((rc = snapshot_ad(&s, &ad)) == DP_OK) {
+            size_t n = whole.len - DP_STATE_MAC_BYTES;
+            state_mac(mac_key, ad.data, ad.len, whole.data, n, mac);
+            if (sodium_memcmp(mac, whole.data + n, DP_STATE_MAC_BYTES) != 0)
+                rc = DP_ECORRUPT;
+            else {
+                scratch->len = 0;
+                dp_buf_put_bytes(scratch, whole.data, n);
+                rc = dp_buf_status(scratch);
+            }
+        }
+        dp_buf_free(&ad);
+        if (rc == DP_ECORRUPT)
+            dp_err(errstr, errstr_size, DP_ECORRUPT,
+                   "snapshot of stream '%.*s' at step %llu fails authentication (altered, or written under "
+                   "another noise key); refusing it", (int)(s.stream_id_len < 200 ? s.stream_id_len : 200),
+                   s.stream_id, (unsigned long long)s.last_closed_step);
     }
     if (rc == DP_OK) {
         out->state = scratch->data;

@@ -84,9 +84,17 @@ typedef struct dp_state_record {
     int64_t        resume;
 } dp_state_record;
 
-/* Encode a snapshot record; the state is sealed iff state_key != NULL. */
+/* Encode a snapshot record; the state is sealed iff state_key != NULL.
+ * Otherwise it is authenticated: a keyed BLAKE2b-256 MAC over every
+ * public field and the state follows the state bytes (DP_STATE_MAC_BYTES),
+ * under a subkey of mac_key (the noise key: every instance that may
+ * restore the stream has it; whoever can only write the state topic does
+ * not).  A decode refuses a plaintext snapshot whose MAC does not verify,
+ * naming the stream and step — so state can be neither altered nor
+ * injected, sealed or not. */
+#define DP_STATE_MAC_BYTES 32
 int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
-                             dp_buf *out, char *errstr, size_t errstr_size);
+                             const dp_key *mac_key, dp_buf *out, char *errstr, size_t errstr_size);
 /* Split form: the state (sealed first iff state_key) is cut into pieces of
  * at most chunk_bytes bytes (>= 1; one chunk if it fits, also for an empty
  * state) and each encoded chunk handed to emit in index order.  *out is
@@ -95,7 +103,7 @@ int dp_state_encode_snapshot(dp_codec *codec, const dp_state_record *r, const dp
 typedef int (*dp_state_chunk_fn)(void *ctx, uint32_t chunk_index, uint32_t chunk_count,
                                  const dp_buf *encoded);
 int dp_state_encode_snapshot_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
-                                    size_t chunk_bytes, dp_buf *out, dp_state_chunk_fn emit, void *ctx,
+                                    const dp_key *mac_key, size_t chunk_bytes, dp_buf *out, dp_state_chunk_fn emit, void *ctx,
                                     char *errstr, size_t errstr_size);
 
 /* Kafka key of chunk `chunk_index` of stream_id's snapshot (see above),
@@ -129,7 +137,7 @@ int dp_state_encode_progress(const dp_state_record *r, dp_buf *out);
  * be able to inject state).  DP_ECORRUPT on a malformed or unauthentic
  * record. */
 int dp_state_decode(dp_codec *codec, const uint8_t *data, size_t len, const dp_key *state_key,
-                    dp_state_record *out, dp_buf *scratch, char *errstr, size_t errstr_size);
+                    const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, char *errstr, size_t errstr_size);
 
 /* Assemble one stream's snapshot from the chunk messages found under its
  * keys, in any order.  The authority is the index-0 chunk (the one with
@@ -143,7 +151,7 @@ typedef struct dp_state_piece {
     size_t         len;
 } dp_state_piece;
 int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t n_pieces,
-                           const dp_key *state_key, dp_state_record *out, dp_buf *scratch,
+                           const dp_key *state_key, const dp_key *mac_key, dp_state_record *out, dp_buf *scratch,
                            char *errstr, size_t errstr_size);
 
 #endif
