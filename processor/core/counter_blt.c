@@ -398,7 +398,25 @@ static int blt_load(dp_counter *c, dp_reader *r)
     s->xprev = dp_reader_i64(r);
     s->uprev = dp_fac_get_i128(r);
     s->Y = dp_fac_get_i128(r);
-    return dp_reader_status(r);
+    if (dp_reader_status(r) != DP_OK)
+        return DP_ECORRUPT;
+    /* Range checks as for a fresh state, so that the next step's 128-bit
+     * arithmetic cannot overflow: an input is at most DP_FACTOR_MAX_INPUT
+     * (2^24), a buffer holds a geometric sum of inputs scaled by 2^(m+G)
+     * with |θ| < 1 — far below 2^88, and θ̂, ω̂ < 2^33 times d <= 2^5
+     * buffers of 2^88 stays below 2^127 — and Y, the running sum, must
+     * round to an int64 output (|Y| < 2^(62+m+G)). */
+    const dp_i128 buf_max = (dp_i128)1 << 88;
+    if (s->xprev > DP_FACTOR_MAX_INPUT || s->xprev < -DP_FACTOR_MAX_INPUT || s->uprev > buf_max ||
+        s->uprev < -buf_max || s->m + BLT_G > 60)
+        return DP_ECORRUPT;
+    for (unsigned i = 0; i < s->d; i++)
+        if (s->fb[i] > buf_max || s->fb[i] < -buf_max || s->ub[i] > buf_max || s->ub[i] < -buf_max)
+            return DP_ECORRUPT;
+    const dp_i128 y_max = (dp_i128)1 << (62 + s->m + BLT_G);
+    if (s->Y > y_max || s->Y < -y_max)
+        return DP_ECORRUPT;
+    return DP_OK;
 }
 
 static void blt_fini(dp_counter *c)

@@ -542,8 +542,14 @@ static int cumul_release_load(dp_release_half *rel, dp_reader *r)
     w->n = dp_reader_u64(r);
     if (dp_reader_status(r) != DP_OK || w->done > w->T || w->n > UINT32_MAX - 1)
         return DP_ECORRUPT;
-    for (uint64_t i = 0; i <= w->T + 1; i++)
+    /* Same range checks as a fresh state: Ŝ_b counts synthetic individuals,
+     * so 0 <= Ŝ_b <= n and non-increasing in b (no overflow below). */
+    int64_t cap = w->have_n ? (int64_t)w->n : 0;
+    for (uint64_t i = 0; i <= w->T + 1; i++) {
         w->S[i] = dp_reader_i64(r);
+        if (w->S[i] < 0 || w->S[i] > cap || (i > 0 && w->S[i] > w->S[i - 1]))
+            return DP_ECORRUPT;
+    }
     int rc = dp_packed_load(&w->pop, r);
     if (rc != DP_OK)
         return rc;
@@ -592,6 +598,11 @@ static int cumul_release_load(dp_release_half *rel, dp_reader *r)
     return dp_long_ledger_load(&w->ledger, r);
 }
 
+static uint64_t cumul_next_step(const dp_release_half *rel)
+{
+    return ((const cumul_release *)rel)->done + 1;
+}
+
 const dp_synth_ops dp_synth_ops_cumulative = {
     .name = "cumulative",
     .ingest_create = cumul_ingest_create,
@@ -599,6 +610,8 @@ const dp_synth_ops dp_synth_ops_cumulative = {
     .ingest_update_batch = dp_lingest_half_update_batch,
     .ingest_close = cumul_ingest_close,
     .ingest_roster_complete = dp_lingest_half_roster_complete,
+    .ingest_open_step = dp_lingest_half_open_step,
+    .release_next_step = cumul_next_step,
     .ingest_save = dp_lingest_half_save,
     .ingest_load = cumul_ingest_load,
     .ingest_destroy = cumul_ingest_destroy,

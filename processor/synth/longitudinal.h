@@ -120,6 +120,7 @@ int  dp_lingest_close_begin(dp_lingest *li, uint64_t step, dp_stats *out);
 int  dp_lingest_half_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason);
 int  dp_lingest_half_update_batch(dp_ingest_half *in, const dp_update *u, size_t n, dp_reject_reason *reasons);
 int  dp_lingest_half_roster_complete(const dp_ingest_half *in);
+uint64_t dp_lingest_half_open_step(const dp_ingest_half *in);
 int  dp_lingest_half_save(const dp_ingest_half *in, dp_buf *b);
 int  dp_lingest_half_load(dp_ingest_half *in, dp_reader *r);
 

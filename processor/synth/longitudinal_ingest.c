@@ -620,3 +620,8 @@ int dp_lingest_half_load(dp_ingest_half *in, dp_reader *r)
 {
     return dp_lingest_load((dp_lingest *)in, r);
 }
+
+uint64_t dp_lingest_half_open_step(const dp_ingest_half *in)
+{
+    return ((const dp_lingest *)in)->open_step;
+}

@@ -271,6 +271,17 @@ int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
         rc = s->ops->release_load(s->rel, &r);
     if (rc == DP_OK)
         rc = dp_reader_finish(&r);
+    if (rc == DP_OK &&
+        ((s->ops->ingest_open_step && s->ops->ingest_open_step(s->in) != s->open_step) ||
+         (s->ops->release_next_step && s->ops->release_next_step(s->rel) != s->open_step))) {
+        unsigned long long a = s->ops->ingest_open_step ? s->ops->ingest_open_step(s->in) : s->open_step,
+                           b = s->ops->release_next_step ? s->ops->release_next_step(s->rel) : s->open_step;
+        rc = dp_err(errstr, errstr_size, DP_ECORRUPT,
+                    "%s stream '%s': snapshot halves disagree on the open step (bundle %llu, ingest %llu, "
+                    "release %llu); refusing it", name, s->stream_id, (unsigned long long)s->open_step, a, b);
+        dp_synth_destroy(s);
+        return rc;
+    }
     s->exhausted = s->ops->release_exhausted(s->rel);
     if (rc != DP_OK) {
         dp_synth_destroy(s);

@@ -258,6 +258,10 @@ typedef struct dp_synth_ops {
      * the first negative status.  NULL: callers loop over ingest_update. */
     int  (*ingest_update_batch)(dp_ingest_half *in, const dp_update *u, size_t n,
                                 dp_reject_reason *reasons);
+    /* (added, optional) The step each half will close next; a restore
+     * refuses a state whose halves and bundle disagree on it. */
+    uint64_t (*ingest_open_step)(const dp_ingest_half *in);
+    uint64_t (*release_next_step)(const dp_release_half *rel);
 } dp_synth_ops;
 
 /* NULL if unknown. */

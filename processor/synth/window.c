@@ -491,17 +491,19 @@ static int window_release_load(dp_release_half *rel, dp_reader *r)
     w->m = dp_reader_u64(r);
     if (dp_reader_status(r) != DP_OK || w->done > w->cfg.horizon || w->m > UINT32_MAX - 1)
         return DP_ECORRUPT;
-    int64_t sum = 0;
+    /* Same range checks as a fresh state: every count in 0..m, and the
+     * sum (in 128 bits: no overflow whatever the values) exactly m. */
+    __int128 sum = 0;
     for (uint64_t s = 0; s < w->bins; s++) {
         w->p[s] = dp_reader_i64(r);
-        if (w->p[s] < 0)
+        if (w->p[s] < 0 || (uint64_t)w->p[s] > w->m)
             return DP_ECORRUPT;
         sum += w->p[s];
     }
     int rc = dp_packed_load(&w->pop, r);
     if (rc != DP_OK)
         return rc;
-    if (w->pop.n != w->m || (uint64_t)sum != w->m)
+    if (w->pop.n != w->m || sum != (__int128)w->m)
         return DP_ECORRUPT;
     for (uint64_t i = 0; i < w->m; i++)
         if (dp_packed_get(&w->pop, (size_t)i) >= w->bins)
@@ -512,6 +514,11 @@ static int window_release_load(dp_release_half *rel, dp_reader *r)
     return dp_long_ledger_load(&w->ledger, r);
 }
 
+static uint64_t window_next_step(const dp_release_half *rel)
+{
+    return ((const window_release *)rel)->done + 1;
+}
+
 const dp_synth_ops dp_synth_ops_window = {
     .name = "window",
     .ingest_create = window_ingest_create,
@@ -519,6 +526,8 @@ const dp_synth_ops dp_synth_ops_window = {
     .ingest_update_batch = dp_lingest_half_update_batch,
     .ingest_close = window_ingest_close,
     .ingest_roster_complete = dp_lingest_half_roster_complete,
+    .ingest_open_step = dp_lingest_half_open_step,
+    .release_next_step = window_next_step,
     .ingest_save = dp_lingest_half_save,
     .ingest_load = dp_lingest_half_load,
     .ingest_destroy = window_ingest_destroy,

@@ -349,7 +349,48 @@ static void test_validation(void)
     }
 }
 
+/* A restored BLT state gets a fresh state's range checks (issue 13.A2):
+ * an out-of-range running sum or buffer is refused, not carried into
+ * 128-bit arithmetic that would overflow at the next step. */
+static void test_blt_restore_ranges(void)
+{
+    dp_key key;
+    dptest_key(&key, 6);
+    dp_counter_config cfg = {.kind = DP_COUNTER_BLT, .horizon = 64, .budget = {DP_PRIVACY_ZCDP, 1.0},
+                             .neighbor_entries = 1, .max_abs_change = 1};
+    dp_noise_source ns = {&key, "blt", 3, "r"};
+    dp_counter *c = NULL, *back = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(dp_counter_create(&c, &cfg, &ns, err, sizeof err), DP_OK);
+    int64_t out;
+    for (int t = 0; t < 10; t++)
+        CU_ASSERT_EQUAL_FATAL(dp_counter_add(c, t % 2, &out), DP_OK);
+    dp_buf b;
+    dp_buf_init(&b);
+    CU_ASSERT_EQUAL_FATAL(dp_counter_snapshot(c, &b), DP_OK);
+    CU_ASSERT_EQUAL(dp_counter_restore(&back, b.data, b.len, &key, err, sizeof err), DP_OK);
+    dp_counter_destroy(back);
+    back = NULL;
+    /* Y (the last 16 bytes, little endian) set to 2^126 */
+    uint8_t saved[16];
+    memcpy(saved, b.data + b.len - 16, 16);
+    memset(b.data + b.len - 16, 0, 16);
+    b.data[b.len - 1] = 0x40;
+    CU_ASSERT_NOT_EQUAL(dp_counter_restore(&back, b.data, b.len, &key, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NULL(back);
+    memcpy(b.data + b.len - 16, saved, 16);
+    /* uprev (the 16 bytes before Y) set to -2^100 */
+    memset(b.data + b.len - 32, 0, 16);
+    b.data[b.len - 32 + 12] = 0xf0;
+    memset(b.data + b.len - 32 + 13, 0xff, 3);
+    CU_ASSERT_NOT_EQUAL(dp_counter_restore(&back, b.data, b.len, &key, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NULL(back);
+    dp_buf_free(&b);
+    dp_counter_destroy(c);
+}
+
 static const dptest_case CASES[] = {
+    {"blt: a restored state out of range is refused", test_blt_restore_ranges},
     {"sqrt: Σ_j c_j c_{k-j} = 1 and c_k = C(2k,k)/4^k", test_sqrt_coefficient_identity},
     {"sqrt: ℓ2² = Σ c_k² (quantised) at T = 1, 2, 16, 256, also on the encoder path", test_sqrt_sensitivity},
     {"blt: fitted max variance within 10% of sqrt (d >= 4), d = 1 rejected", test_blt_fit_quality},

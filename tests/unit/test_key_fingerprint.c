@@ -114,12 +114,46 @@ static void test_every_budget_event_names_the_key(void)
     json_decref(cfg);
 }
 
+/* The bundle's open step and its halves' must agree on restore (issue
+ * 13.A2: a mismatch used to leave the stream silently stuck). */
+static void test_halves_agree_on_open_step(void)
+{
+    dp_key a;
+    dptest_key(&a, 1);
+    json_t *cfg = window_cfg();
+    dp_synth_env env = {&a, "s", 1};
+    dp_synth *s = NULL, *back = NULL;
+    char err[512] = "";
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "window", cfg, &env, err, sizeof err), DP_OK);
+    dp_reject_reason why;
+    tk_report(s, 1, "u1", 1, &why);
+    dp_release_sink none = {0};
+    CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &none, err, sizeof err), DP_OK);
+    dp_buf snap;
+    dp_buf_init(&snap);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
+    /* magic u32 | blob "window" | blob fingerprint (32) | open step u64 */
+    size_t at = 4 + 8 + strlen("window") + 8 + 32;
+    CU_ASSERT_EQUAL_FATAL(snap.data[at], 2);   /* step 1 closed: 2 is open */
+    snap.data[at] = 3;
+    CU_ASSERT_EQUAL(dp_synth_restore(&back, "window", cfg, &env, snap.data, snap.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_PTR_NULL(back);
+    CU_ASSERT(strstr(err, "disagree on the open step") != NULL);
+    snap.data[at] = 2;
+    CU_ASSERT_EQUAL(dp_synth_restore(&back, "window", cfg, &env, snap.data, snap.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(back);
+    dp_buf_free(&snap);
+    dp_synth_destroy(s);
+    json_decref(cfg);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
         {"fingerprint: stable, key-dependent, reveals nothing obvious", test_fingerprint},
         {"restore under another key is refused, naming the stream", test_budget_event_and_restore},
         {"every budget event carries the key's fingerprint", test_every_budget_event_names_the_key},
+        {"a restore whose halves disagree on the open step is refused", test_halves_agree_on_open_step},
         {NULL, NULL},
     };
     return dptest_run("key_fingerprint", cases);
