@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "app/cli.h"
 #include "stream/bytes_map.h"
@@ -374,13 +375,33 @@ static void replay_usage(FILE *f)
             "same key from different input, or from the same input under another key.\n");
 }
 
+/* Outputs are written as NAME.partial and renamed into place only when
+ * the whole replay succeeded (finish_outputs): a failed replay leaves no
+ * partial file behind. */
+static const char *const OUT_NAMES[3] = {"releases.jsonl", "budget.jsonl", "rejected.jsonl"};
+
+static void finish_outputs(const char *dir, int ok)
+{
+    for (int i = 0; i < 3; i++) {
+        char tmp[4096], fin[4096];
+        snprintf(tmp, sizeof tmp, "%s/%s.partial", dir, OUT_NAMES[i]);
+        snprintf(fin, sizeof fin, "%s/%s", dir, OUT_NAMES[i]);
+        if (ok) {
+            if (rename(tmp, fin) != 0)
+                fprintf(stderr, "dpstream replay: cannot rename %s: %s\n", tmp, strerror(errno));
+        } else {
+            unlink(tmp);
+        }
+    }
+}
+
 static FILE *open_out(const char *dir, const char *name)
 {
-    size_t n = strlen(dir) + strlen(name) + 2;
+    size_t n = strlen(dir) + strlen(name) + 2 + 8;
     char *path = malloc(n);
     if (!path)
         return NULL;
-    snprintf(path, n, "%s/%s", dir, name);
+    snprintf(path, n, "%s/%s.partial", dir, name);
     FILE *f = fopen(path, "wb");
     if (!f)
         fprintf(stderr, "dpstream replay: cannot create %s: %s\n", path, strerror(errno));
@@ -519,6 +540,8 @@ done:
             cli_fail(cmd, "write failed");
             status = 1;
         }
+        if (o.releases || o.budget || o.rejected)
+            finish_outputs(out_dir, status == 0);
     }
     if (in && in != stdin)
         fclose(in);

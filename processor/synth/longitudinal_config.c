@@ -9,7 +9,8 @@
 #include <string.h>
 
 static const char *WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
-                                    "assume_public_n", "beta", "n_pad", "impute", "delta", NULL};
+                                    "assume_public_n", "beta", "n_pad", "max_padding_records", "impute", "delta",
+                                    NULL};
 static const char *CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
                                         "assume_public_n", "beta", "impute", "delta", "counter", NULL};
 
@@ -195,6 +196,11 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
         if (!(c->delta > 0 && c->delta < 1))
             return dp_err(errstr, errstr_size, DP_ERANGE, "%s: delta must be in (0, 1)", name);
     }
+    c->max_padding_records = DP_WINDOW_DEFAULT_MAX_PADDING;
+    if ((v = json_object_get(cfg, "max_padding_records")) &&
+        (rc = get_uint(v, name, "max_padding_records", 1, (uint64_t)1 << 40, &c->max_padding_records, errstr,
+                       errstr_size)) != DP_OK)
+        return rc;
     if ((v = json_object_get(cfg, "n_pad")) && !json_is_null(v)) {
         if ((rc = get_uint(v, name, "n_pad", 0, (uint64_t)1 << 40, &c->n_pad, errstr, errstr_size)) != DP_OK)
             return rc;

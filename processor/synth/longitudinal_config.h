@@ -15,6 +15,7 @@
 
 #define DP_CUMULATIVE_MAX_HORIZON 1024u
 #define DP_WINDOW_MAX_BINS (1u << 24)
+#define DP_WINDOW_DEFAULT_MAX_PADDING 10000000ull
 
 typedef struct dp_long_config {
     int       is_window;
@@ -27,6 +28,7 @@ typedef struct dp_long_config {
     double    beta;
     int       n_pad_given;
     uint64_t  n_pad;
+    uint64_t  max_padding_records; /* window: refuse plans padding releases beyond this */
     dp_impute_policy impute;
     uint32_t  impute_value;
     double    delta;

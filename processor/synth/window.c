@@ -208,6 +208,19 @@ static int window_release_create(dp_release_half **out, const json_t *config,
         }
         w->n_pad = (uint64_t)np;
     }
+    /* Every release carries c^k · n_pad padding records besides the n real
+     * individuals: refuse at config time a plan whose padding alone is
+     * larger than max_padding_records (default 10^7, ~100 MB of Avro per
+     * release), naming the field, instead of writing gigabytes a step. */
+    if ((double)w->bins * (double)w->n_pad > (double)c->max_padding_records) {
+        rc = dp_err(errstr, errstr_size, DP_ERANGE,
+                    "window: %s: the plan pads every release with c^k·n_pad = %.0f records (categories %u, k %u, "
+                    "n_pad %llu), over max_padding_records = %llu; lower it or raise max_padding_records",
+                    c->n_pad_given ? "n_pad" : (c->categories > 2 ? "categories" : "k"),
+                    (double)w->bins * (double)w->n_pad, c->categories, c->k, (unsigned long long)w->n_pad,
+                    (unsigned long long)c->max_padding_records);
+        goto fail;
+    }
     w->rho_step = c->rho / (double)w->releases;
     /* The plan: R equal spends of ρ/R, kept exact as 2^32 units each of
      * R·2^32, so the R-th spend brings the total to ρ bit for bit. */

@@ -244,3 +244,27 @@ JSON
         || fail "block B=$B: no exhausted budget event from the block counter"
 done
 echo "replay_cli: cumulative with block counters OK"
+
+# --- plans that would write gigabytes are refused up front (issue 13.4) ---------
+plan() {   # $1 = window config object -> exit status; stderr in $WORK/plan.err
+    printf '{"streams": [{"match": "p", "synthesizer": "window", "config": %s}]}\n' "$1" > "$WORK/plan.json"
+    local rc=0
+    "$BIN" replay --config "$WORK/plan.json" --input "$WORK/input.jsonl" --out "$WORK/plan.out" --key-hex "$KEY1" \
+        > /dev/null 2> "$WORK/plan.err" || rc=$?
+    echo $rc
+}
+[ "$(plan '{"horizon": 4, "k": 1, "rho": 1, "n_pad": 1000000000}')" -eq 2 ] || fail "n_pad 1e9 accepted"
+grep -q "window: n_pad: the plan pads every release" "$WORK/plan.err" || fail "n_pad refusal does not name n_pad"
+[ ! -e "$WORK/plan.out" ] || fail "a refused plan left output behind"
+[ "$(plan '{"horizon": 4, "k": 1, "rho": 1, "categories": 16777216}')" -eq 2 ] || fail "2^24 categories accepted"
+grep -q "window: categories:" "$WORK/plan.err" || fail "categories refusal does not name categories"
+[ "$(plan '{"horizon": 4, "k": 1, "rho": 1, "n_pad": 100000, "max_padding_records": 1000000}')" -eq 0 ] \
+    || fail "a plan within a raised max_padding_records was refused: $(cat "$WORK/plan.err")"
+# a replay that fails leaves no partial files (outputs are renamed into place at the end)
+printf '{"streams": [{"match": "p", "synthesizer": "window", "config": {"horizon": 4, "k": 1, "rho": 1}}]}\n' \
+    > "$WORK/plan.json"
+rm -rf "$WORK/fail.out"; mkdir -p "$WORK/fail.out/releases.jsonl.partial"   # cannot be created: a directory
+"$BIN" replay --config "$WORK/plan.json" --input "$WORK/input.jsonl" --out "$WORK/fail.out" --key-hex "$KEY1" \
+    > /dev/null 2>&1 && fail "replay into an unwritable output succeeded"
+[ -z "$(find "$WORK/fail.out" -type f)" ] || fail "a failed replay left files: $(find "$WORK/fail.out" -type f)"
+echo "replay_cli: plan limits and no partial outputs OK"
