@@ -211,7 +211,10 @@ int dp_csv_next(dp_csv_reader *r, dp_csv_status *status, uint64_t *line_no)
             /* fall through to the separator handling below */
         }
         if (c == ',') {
-            if (end_field(r, &too_long) != 0 || begin_field(r) != 0)
+            /* once over the cap the record is refused: its fields are
+             * not tracked either (a long line of commas must not grow
+             * the offset arrays without bound) */
+            if (end_field(r, &too_long) != 0 || (!too_long && begin_field(r) != 0))
                 return -1;
             st = FIELD_START;
             continue;

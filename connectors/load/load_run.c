@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "connectors/jsonl/update_json.h"
+#include "connectors/jsonl/line_reader.h"
 #include "connectors/load/csv_reader.h"
 #include "core/dp_error.h"
 #include "stream/bytes_map.h"
@@ -398,26 +399,29 @@ static int run_jsonl(load_run *r, FILE *in, const char *path)
     const dp_load_mapping *m = r->map;
     size_t nc = m->n_columns;
     int rc = DP_OK;
-    char *line = NULL;
-    size_t cap = 0;
+    dp_line_reader lr;
+    int lr_ok = dp_line_reader_init(&lr, in, LOAD_MAX_RECORD) == DP_OK;
+    char *line = lr.buf;
     const char **vals = calloc(nc, sizeof *vals);
     size_t *lens = calloc(nc, sizeof *lens);
     char (*tmp)[40] = calloc(nc, sizeof *tmp);
-    if (!vals || !lens || !tmp) {
+    if (!lr_ok || !vals || !lens || !tmp) {
         rc = dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
         goto out;
     }
     uint64_t line_no = 0;
-    ssize_t got;
+    int got, truncated;
+    size_t len;
     char msg[384];
-    while ((got = getline(&line, &cap, in)) >= 0) {
+    /* An over-long line is read past, not buffered (line_reader.h): memory
+     * stays one LOAD_MAX_RECORD whatever the input. */
+    while ((got = dp_line_next(&lr, &len, &truncated)) == 1) {
         line_no++;
-        size_t len = (size_t)got;
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        while (len && line[len - 1] == '\r')
             len--;
-        if (len == 0)
+        if (len == 0 && !truncated)
             continue;
-        if (len > LOAD_MAX_RECORD) {
+        if (truncated) {
             r->rows++;
             rc = reject(r, line_no, DP_LOAD_TOO_LONG, "line longer than the limit", line, 256);
             if (rc != DP_OK)
@@ -449,10 +453,10 @@ static int run_jsonl(load_run *r, FILE *in, const char *path)
         if (rc != DP_OK)
             goto out;
     }
-    if (ferror(in))
+    if (rc == DP_OK && (got < 0 || ferror(in)))
         rc = dp_err(r->err, sizeof r->err, DP_EIO, "read error on %s", path);
 out:
-    free(line);
+    dp_line_reader_free(&lr);
     free(vals);
     free(lens);
     free(tmp);

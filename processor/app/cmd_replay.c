@@ -46,6 +46,7 @@
 #include "app/cli.h"
 #include "stream/bytes_map.h"
 #include "stream/stream_config.h"
+#include "connectors/jsonl/line_reader.h"
 #include "connectors/jsonl/replay_ledger.h"
 #include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
@@ -54,64 +55,6 @@
 
 #define REPLAY_MAX_LINE   (1u << 20)   /* longer lines are rejected, not buffered */
 #define REPLAY_FLUSH_AT   (1u << 16)
-
-/* --- bounded line reader ----------------------------------------------------- */
-
-typedef struct line_reader {
-    FILE   *f;
-    char   *buf;        /* REPLAY_MAX_LINE + 1 */
-    char    chunk[1 << 16];
-    size_t  chunk_len;
-    size_t  chunk_pos;
-    int     eof;
-    int     error;
-} line_reader;
-
-/* Next line without its "\n"; *truncated if it exceeded the cap (only the
- * first REPLAY_MAX_LINE bytes kept).  Returns 1, 0 at end of input, -1 on a
- * read error. */
-static int line_next(line_reader *r, size_t *len, int *truncated)
-{
-    size_t n = 0;
-    int got_any = 0;
-    *truncated = 0;
-    for (;;) {
-        if (r->chunk_pos == r->chunk_len) {
-            if (r->eof)
-                break;
-            r->chunk_len = fread(r->chunk, 1, sizeof r->chunk, r->f);
-            r->chunk_pos = 0;
-            if (r->chunk_len == 0) {
-                if (ferror(r->f)) {
-                    r->error = 1;
-                    return -1;
-                }
-                r->eof = 1;
-                break;
-            }
-        }
-        got_any = 1;
-        char *start = r->chunk + r->chunk_pos;
-        size_t avail = r->chunk_len - r->chunk_pos;
-        char *nl = memchr(start, '\n', avail);
-        size_t take = nl ? (size_t)(nl - start) : avail;
-        size_t keep = take;
-        if (n + keep > REPLAY_MAX_LINE) {
-            keep = REPLAY_MAX_LINE - n;
-            *truncated = 1;
-        }
-        memcpy(r->buf + n, start, keep);
-        n += keep;
-        r->chunk_pos += take + (nl ? 1 : 0);
-        if (nl)
-            break;
-    }
-    if (!got_any)
-        return 0;
-    r->buf[n] = '\0';
-    *len = n;
-    return 1;
-}
 
 /* --- per-stream state --------------------------------------------------------- */
 
@@ -455,7 +398,7 @@ int cmd_replay(int argc, char **argv)
     dp_jbuf_init(&o.rel_buf);
     dp_jbuf_init(&o.bud_buf);
     dp_jbuf_init(&o.rej_buf);
-    line_reader rd;
+    dp_line_reader rd;
     memset(&rd, 0, sizeof rd);
     dp_bytes_map tab;
     dp_bytes_map_init(&tab);
@@ -488,15 +431,14 @@ int cmd_replay(int argc, char **argv)
     if (!(o.releases = open_out(out_dir, "releases.jsonl")) || !(o.budget = open_out(out_dir, "budget.jsonl")) ||
         !(o.rejected = open_out(out_dir, "rejected.jsonl")))
         goto done;
-    rd.f = in;
-    if (!(rd.buf = malloc(REPLAY_MAX_LINE + 1))) {
+    if (dp_line_reader_init(&rd, in, REPLAY_MAX_LINE) != DP_OK) {
         cli_fail(cmd, "out of memory");
         goto done;
     }
     size_t len;
     int truncated, got;
     int rc = DP_OK;
-    while (rc == DP_OK && (got = line_next(&rd, &len, &truncated)) == 1) {
+    while (rc == DP_OK && (got = dp_line_next(&rd, &len, &truncated)) == 1) {
         st.lines++;
         if (len == 0 || (len == 1 && rd.buf[0] == '\r'))
             continue;   /* blank lines carry nothing; not an error */
@@ -545,7 +487,7 @@ done:
     }
     if (in && in != stdin)
         fclose(in);
-    free(rd.buf);
+    dp_line_reader_free(&rd);
     dp_jbuf_free(&o.rel_buf);
     dp_jbuf_free(&o.bud_buf);
     dp_jbuf_free(&o.rej_buf);
