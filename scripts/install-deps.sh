@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev
-  kcat python3 python3-yaml
+  kcat python3 python3-yaml python3-venv
   openjdk-17-jre-headless maven
   r-base-core r-cran-plm
 )
@@ -20,8 +20,23 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# The Python consumer example (connectors/examples/consume_releases.py)
+# and its test use stock clients from PyPI, in a venv of their own.
+pyenv() {
+  local cache=${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}
+  local venv=${DPSTREAM_PYENV:-$cache/pyenv}
+  if "$venv/bin/python3" -c 'import confluent_kafka, fastavro' 2>/dev/null; then
+    return 0
+  fi
+  echo "install-deps: creating the Python venv $venv (confluent-kafka, fastavro)"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check confluent-kafka==2.3.0 fastavro==1.9.7
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  pyenv
   exit 0
 fi
 
@@ -30,3 +45,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+pyenv
