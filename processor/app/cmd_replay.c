@@ -411,6 +411,7 @@ int cmd_replay(int argc, char **argv)
     dp_key_fingerprint(&key, o.key_fp);
     if (ledger_path) {
         if (dp_replay_ledger_open(&ledger, ledger_path, err, sizeof err) != DP_OK) {
+            dp_replay_ledger_close(&ledger);   /* what it read before the bad line */
             cli_fail(cmd, "%s", err);
             status = 1;
             goto done;
