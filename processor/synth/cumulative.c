@@ -324,8 +324,11 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
         snprintf(label, sizeof label, "cumulative/M%llu", (unsigned long long)b);
         dp_counter_config cc = counter_config(w, T - b + 1, w->rho_b[b]);
         dp_noise_source ns = {env->key, w->stream_id, w->stream_id_len, label};
-        rc = dp_counter_create(&w->M[b], &cc, &ns, errstr, errstr_size);
+        char why[256] = "";
+        rc = dp_counter_create(&w->M[b], &cc, &ns, why, sizeof why);
         if (rc != DP_OK) {
+            dp_err(errstr, errstr_size, rc, "cumulative: rho = %g: counter M_%llu's noise is out of range: %s", c->rho,
+                   (unsigned long long)b, why);
             cumul_release_destroy((dp_release_half *)w);
             return rc;
         }

@@ -185,13 +185,15 @@ static int window_release_create(dp_release_half **out, const json_t *config,
 
     /* σ² = (T-k+1)/(2ρ) · (2 under replace): ALGORITHMS.md §3. */
     double s2 = (double)w->releases / (2.0 * c->rho) * (c->replace ? 2.0 : 1.0);
-    if (dp_rational_from_double_up(s2, &w->sigma2_q) != DP_OK) {
-        rc = dp_err(errstr, errstr_size, DP_ERANGE, "window: noise variance %g out of range", s2);
+    char why[256] = "";
+    if (dp_rational_from_double_up(s2, &w->sigma2_q) != DP_OK ||
+        (rc = dp_dgauss_prepare(&w->dg, w->sigma2_q, why, sizeof why)) != DP_OK) {
+        rc = dp_err(errstr, errstr_size, DP_ERANGE,
+                    "window: rho = %g gives the noise variance σ² = %g, outside the exact sampler's range%s%s "
+                    "(with horizon %llu and k %u)", c->rho, s2, why[0] ? ": " : "", why,
+                    (unsigned long long)c->horizon, c->k);
         goto fail;
     }
-    rc = dp_dgauss_prepare(&w->dg, w->sigma2_q, errstr, errstr_size);
-    if (rc != DP_OK)
-        goto fail;
     w->sigma2 = dp_rational_to_double(w->sigma2_q);
     /* Eq. (5) / Cor. 3.3 with the σ² actually used: the per-bin error is
      * subgaussian with variance proxy (σ + ½)², union bound over c^k·R bins:

@@ -329,6 +329,11 @@ static void test_gate_and_partitioner(void)
          "streams[0].max_streams: must be an integer"},
         {"{\"streams\":[{\"prefix\":\"a\",\"synthesizer\":\"window\",\"budget_group\":true,\"config\":" WINDOW_CFG "}]}",
          "streams[0].budget_group: needs max_streams"},
+        /* a budget the exact samplers cannot serve names the budget (issue 13.10) */
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":{\"horizon\":4,\"k\":1,"
+         "\"rho\":1e308}}]}", "window: rho = 1e+308"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"cumulative\",\"config\":{\"horizon\":4,"
+         "\"rho\":1e308}}]}", "cumulative: rho = 1e+308"},
         /* both release n exactly: add/remove neighbours only with n declared public */
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":{\"horizon\":4,\"k\":1,"
          "\"rho\":1,\"neighbors\":\"add_remove\"}}]}", "neighbors \"add_remove\" is refused"},
