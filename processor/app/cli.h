@@ -21,6 +21,16 @@ int cmd_produce(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 
+/* Exit codes of every subcommand (README "Exit codes"). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAILED = 1,    /* ran, but something did not add up (bad input rows are data, not failures) */
+    CLI_EXIT_USAGE = 2,     /* usage or configuration error */
+    CLI_EXIT_IO = 3,        /* a file could not be read or written */
+    CLI_EXIT_KAFKA = 4,     /* Kafka: unreachable, a delivery or transaction failed, fenced */
+    CLI_EXIT_REFUSED = 5,   /* a privacy refusal: another key, reused noise, a ledger conflict */
+};
+
 /* Print "dpstream <cmd>: <message>" to stderr; returns 2 (usage/config
  * errors) so callers can `return cli_fail(...)`. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -136,14 +136,16 @@ int cmd_export(int argc, char **argv)
                             .format = format, .follow = follow, .timeout_ms = (int64_t)timeout_ms,
                             .stop = &export_stop, .dead_letter_path = dead_path};
     dp_export_result r;
-    int status = 1;
-    if (dp_export_run(&eo, &r) == DP_OK) {
+    int erc = dp_export_run(&eo, &r);
+    /* reading Kafka, or reading replay files / writing the output */
+    int status = erc == DP_OK ? CLI_EXIT_OK : cfg ? CLI_EXIT_KAFKA : CLI_EXIT_IO;
+    if (erc == DP_OK) {
         printf("export: %" PRIu64 " releases (%" PRIu64 " records), %" PRIu64 " budget events, %" PRIu64
                " dead letters; %zu incomplete, %" PRIu64 " refused by their manifest, %" PRIu64
                " duplicates of written releases, %" PRIu64 " replaced chunks\n",
                r.stats.released, r.stats.records_released, r.budget_events, r.dead_letters, r.pending,
                r.stats.failed_checks, r.stats.late_duplicates, r.stats.replaced_chunks);
-        status = r.problems ? 1 : 0;
+        status = r.problems ? CLI_EXIT_FAILED : CLI_EXIT_OK;
     }
     dp_stream_config_free(cfg);
     return status;

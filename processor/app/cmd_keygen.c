@@ -38,7 +38,7 @@ int cmd_keygen(int argc, char **argv)
     dp_key_wipe(&key);
     if (rc != DP_OK) {
         cli_fail("keygen", "%s", err);
-        return 1;
+        return CLI_EXIT_IO;
     }
     fprintf(stderr, "dpstream keygen: wrote a new 32-byte key to %s (mode 0600)\n", out);
     return 0;

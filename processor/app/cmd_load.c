@@ -255,7 +255,7 @@ int cmd_load(int argc, char **argv)
     if (rc != DP_OK)
         return cli_fail(cmd, "mapping: %s", err);
 
-    int status = 1;
+    int status = CLI_EXIT_IO;
     FILE *in = NULL, *out = NULL, *rejects = NULL;
     dp_load_kafka *kafka = NULL;
     in = strcmp(input, "-") == 0 ? stdin : fopen(input, "rb");
@@ -270,6 +270,7 @@ int cmd_load(int argc, char **argv)
     if (to_kafka) {
         if (dp_load_kafka_open(&kafka, &ko, err, sizeof err) != DP_OK) {
             cli_fail(cmd, "%s", err);
+            status = CLI_EXIT_KAFKA;
             goto done;
         }
     } else if (!(out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "wb"))) {
@@ -280,8 +281,13 @@ int cmd_load(int argc, char **argv)
                           .kafka = kafka, .rejects = rejects, .close_steps = close_steps, .max_gap = max_gap,
                           .quiet = quiet};
     dp_load_summary sum;
-    if (dp_load_run(&lo, &sum, err, sizeof err) != DP_OK) {
+    int lrc = dp_load_run(&lo, &sum, err, sizeof err);
+    if (lrc != DP_OK) {
         cli_fail(cmd, "%s", err);
+        /* a read or write error of a file, a delivery failure of Kafka, or
+         * input that cannot be loaded at all (a column missing from the
+         * header, no header) */
+        status = lrc == DP_EIO ? (kafka ? CLI_EXIT_KAFKA : CLI_EXIT_IO) : CLI_EXIT_FAILED;
         goto done;
     }
     status = 0;
@@ -298,11 +304,11 @@ done:
         dp_load_kafka_close(kafka);
     if (out && out != stdout && fclose(out) != 0 && status == 0) {
         cli_fail(cmd, "write failed on %s", out_path);
-        status = 1;
+        status = CLI_EXIT_IO;
     }
     if (rejects && fclose(rejects) != 0 && status == 0) {
         cli_fail(cmd, "write failed on %s", rejects_path);
-        status = 1;
+        status = CLI_EXIT_IO;
     }
     if (in && in != stdin)
         fclose(in);

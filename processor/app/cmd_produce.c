@@ -110,10 +110,11 @@ int cmd_produce(int argc, char **argv)
     FILE *in = strcmp(input_path, "-") == 0 ? stdin : fopen(input_path, "rb");
     if (!in) {
         dp_stream_config_free(cfg);
-        return cli_fail(cmd, "cannot open %s: %s", input_path, strerror(errno));
+        cli_fail(cmd, "cannot open %s: %s", input_path, strerror(errno));
+        return CLI_EXIT_IO;
     }
 
-    int status = 1, failed = 0;
+    int status = CLI_EXIT_KAFKA, failed = 0;
     rd_kafka_t *rk = NULL;
     dp_codec *codec = NULL;
     dp_update_owned upd;
@@ -162,6 +163,7 @@ int cmd_produce(int argc, char **argv)
         if (rc != DP_OK) {
             if (!raw_invalid) {
                 cli_fail(cmd, "line %" PRIu64 ": %s", line_no, err);
+                status = CLI_EXIT_FAILED;
                 goto done;
             }
             if (send_one(rk, cfg->topic_updates, NULL, 0, line, (size_t)len) != 0)
@@ -181,6 +183,7 @@ int cmd_produce(int argc, char **argv)
     }
     if (ferror(in)) {
         cli_fail(cmd, "read error on %s", input_path);
+        status = CLI_EXIT_IO;
         goto done;
     }
     if (rd_kafka_flush(rk, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR || failed) {

@@ -413,12 +413,13 @@ int cmd_replay(int argc, char **argv)
         if (dp_replay_ledger_open(&ledger, ledger_path, err, sizeof err) != DP_OK) {
             dp_replay_ledger_close(&ledger);   /* what it read before the bad line */
             cli_fail(cmd, "%s", err);
-            status = 1;
+            status = CLI_EXIT_IO;
             goto done;
         }
         o.ledger = &ledger;
     }
 
+    status = CLI_EXIT_IO;
     in = strcmp(input_path, "-") == 0 ? stdin : fopen(input_path, "rb");
     if (!in) {
         cli_fail(cmd, "cannot open %s: %s", input_path, strerror(errno));
@@ -428,10 +429,10 @@ int cmd_replay(int argc, char **argv)
         cli_fail(cmd, "cannot create directory %s: %s", out_dir, strerror(errno));
         goto done;
     }
-    status = 1;
     if (!(o.releases = open_out(out_dir, "releases.jsonl")) || !(o.budget = open_out(out_dir, "budget.jsonl")) ||
         !(o.rejected = open_out(out_dir, "rejected.jsonl")))
         goto done;
+    status = CLI_EXIT_FAILED;
     if (dp_line_reader_init(&rd, in, REPLAY_MAX_LINE) != DP_OK) {
         cli_fail(cmd, "out of memory");
         goto done;
@@ -447,16 +448,19 @@ int cmd_replay(int argc, char **argv)
     }
     if (rd.error) {
         cli_fail(cmd, "read error on %s", input_path);
+        status = CLI_EXIT_IO;
         goto done;
     }
     if (rc != DP_OK) {
         if (rc == DP_ENOMEM || rc == DP_EIO)
             cli_fail(cmd, "line %llu: %s", (unsigned long long)st.lines, dp_status_str(rc));
+        status = rc == DP_EKEY ? CLI_EXIT_REFUSED : rc == DP_EIO ? CLI_EXIT_IO : CLI_EXIT_FAILED;
         goto done;
     }
     if (flush_buf(&o.rel_buf, o.releases, 1) != DP_OK || flush_buf(&o.bud_buf, o.budget, 1) != DP_OK ||
         flush_buf(&o.rej_buf, o.rejected, 1) != DP_OK) {
         cli_fail(cmd, "write failed");
+        status = CLI_EXIT_IO;
         goto done;
     }
     status = 0;
@@ -481,7 +485,7 @@ done:
             close_failed = 1;
         if (close_failed && status == 0) {
             cli_fail(cmd, "write failed");
-            status = 1;
+            status = CLI_EXIT_IO;
         }
         if (o.releases || o.budget || o.rejected)
             finish_outputs(out_dir, status == 0);

@@ -159,7 +159,7 @@ int cmd_run(int argc, char **argv)
         dp_key_wipe(&state_key);
     if (rc != DP_OK) {
         dp_log(DP_LOG_ERROR, "%s", err[0] ? err : dp_status_str(rc));
-        return 1;
+        return rc == DP_EKEY ? CLI_EXIT_REFUSED : rc == DP_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_KAFKA;
     }
     dp_log(DP_LOG_INFO, "stopped cleanly");
     return 0;

@@ -282,7 +282,7 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
             log_progress(&p, now);
     }
     if (rc == DP_OK && p.fatal)
-        rc = dp_err(errstr, errstr_size, DP_ESTATE, "%s", p.fatal_msg);
+        rc = dp_err(errstr, errstr_size, p.fatal_refused ? DP_EKEY : DP_ESTATE, "%s", p.fatal_msg);
     if (ps_commit_wait(&p) != DP_OK && !p.fatal)
         dp_log(DP_LOG_WARN, "%s", "shutdown: the last step's transaction failed and was aborted");
     if (p.txn_open && !p.fatal) {

@@ -90,6 +90,7 @@ typedef struct proc {
     int                         rewinds_in_row;  /* rebalance counts, committer resets on success */
     /* any part (ps_set_fatal): stop the processor */
     int                         fatal;
+    int                         fatal_refused;   /* restore: the fatal error is a privacy refusal */
     char                        fatal_msg[1200];
     /* rebalance */
     uint64_t                    generation;   /* bumped by every rebalance callback */

@@ -79,6 +79,7 @@ static int state_record_wanted(proc *p, const rd_kafka_message_t *m, const rd_ka
                      (int)(m->key_len < 200 ? m->key_len : 200), key, p->cfg->topic_state,
                      (int)(topic_len < 200 ? topic_len : 200), topic, p->cfg->topic_updates);
             ps_set_fatal(p, "%s", msg);
+            p->fatal_refused = 1;
         }
         return 0;
     }
@@ -334,6 +335,7 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
                             sizeof err);
         if (rc != DP_OK) {
             ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
+            p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
             break;
         }
         if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
@@ -355,6 +357,7 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
                          "synthesizer; refusing to start it afresh (that would spend its budget twice)",
                       r.stream_id);
+            p->fatal_refused = 1;
             rc = DP_EINVAL;
             break;
         }
@@ -369,6 +372,7 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
                               sizeof err);
         if (rc != DP_OK) {
             ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
+            p->fatal_refused = 1;
             ps_stream_free(s);
             break;
         }

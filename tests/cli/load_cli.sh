@@ -237,7 +237,7 @@ expect_exit() {   # expect_exit CODE description -- command...
     set +e; "$@" > /dev/null 2> "$WORK/fatal.err"; local got=$?; set -e
     [ $got -eq "$want" ] || fail "$what: exit $got, want $want ($(cat "$WORK/fatal.err"))"
 }
-expect_exit 1 "missing input" -- "$BIN" load --input "$WORK/nope.csv" --mapping "$WORK/map.json" --out "$WORK/x.jsonl"
+expect_exit 3 "missing input" -- "$BIN" load --input "$WORK/nope.csv" --mapping "$WORK/map.json" --out "$WORK/x.jsonl"
 expect_exit 1 "column not in header" -- "$BIN" load --input "$WORK/ms.csv" --mapping "$WORK/map.json" --out "$WORK/x.jsonl"
 grep -q 'the header has no column "year"' "$WORK/fatal.err" || fail "missing column not named"
 echo '{"stream": "s", "step": {"column": "t"}, "payload": {"type": "category", "column": "v"}, "typo": 1}' > "$WORK/bad.map.json"

@@ -43,15 +43,15 @@ run() {   # $1 input, $2 key, $3 out dir -> exit status
 [ "$(wc -l < "$WORK/ledger.jsonl")" -eq 5 ] || fail "ledger does not hold its salt and the 4 released steps"
 [ "$(run d.jsonl "$K1" b)" -eq 0 ] || fail "an identical re-run was refused"
 cmp -s "$WORK/a/releases.jsonl" "$WORK/b/releases.jsonl" || fail "identical re-run released other bytes"
-[ "$(run d2.jsonl "$K1" c)" -eq 1 ] || fail "changed input under the same key was released"
+[ "$(run d2.jsonl "$K1" c)" -eq 5 ] || fail "changed input under the same key was released"
 grep -q "stream 'p' step 3 was already released under this key from different input" "$WORK/c.err" \
     || { cat "$WORK/c.err" >&2; fail "wrong refusal for changed input"; }
 [ ! -e "$WORK/c/releases.jsonl" ] && [ ! -e "$WORK/c/releases.jsonl.partial" ] \
     || fail "a refused replay left (partial) output files behind"
-[ "$(run d.jsonl "$K2" d)" -eq 1 ] || fail "the same input under another key was released"
+[ "$(run d.jsonl "$K2" d)" -eq 5 ] || fail "the same input under another key was released"
 grep -q "stream 'p' step 1 was already released from this input under another key" "$WORK/d.err" \
     || { cat "$WORK/d.err" >&2; fail "wrong refusal for another key"; }
-[ "$(run d2.jsonl "$K2" e)" -eq 1 ] || true   # steps 1-2 are the same input under K2: refused
+[ "$(run d2.jsonl "$K2" e)" -eq 5 ] || true   # steps 1-2 are the same input under K2: refused
 echo "garbage" >> "$WORK/ledger.jsonl"
-[ "$(run d.jsonl "$K1" f)" -eq 1 ] && grep -q "not a ledger line" "$WORK/f.err" || fail "a damaged ledger was accepted"
+[ "$(run d.jsonl "$K1" f)" -eq 3 ] && grep -q "not a ledger line" "$WORK/f.err" || fail "a damaged ledger was accepted"
 echo "replay_ledger: OK"

@@ -220,7 +220,7 @@ EOF
 refused() {   # $1 = what, $2 = log, $3.. = the run command; the run must exit non-zero naming a stream
     local rc=0
     timeout 90 "${@:3}" > /dev/null 2> "$2" || rc=$?
-    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "$1: processor did not refuse (exit $rc)"
+    [ "$rc" -eq 5 ] || fail "$1: processor did not refuse with exit 5 (a privacy refusal; exit $rc)"
     grep -q "stream 'win/\\|stream 'cum/" "$2" || { tail -5 "$2" >&2; fail "$1: the refusal does not name the stream"; }
 }
 KEY2=${KEY%?}0
