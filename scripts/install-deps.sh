@@ -11,6 +11,7 @@ PACKAGES=(
   kcat python3 python3-yaml python3-venv
   openjdk-17-jre-headless maven
   r-base-core r-cran-plm
+  clang libclang-rt-14-dev
 )
 
 missing=()

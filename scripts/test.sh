@@ -4,7 +4,9 @@
 #   2. build the -Werror build and the ASan+UBSan build
 #   3. start the local Apache Kafka broker (KRaft, 127.0.0.1) if integration
 #      tests exist, and stop it afterwards
-#   4. run ctest in both builds; the run ends with ctest's summary line
+#   4. run ctest in both builds, and between them the libFuzzer harnesses
+#      (scripts/fuzz.sh: clang build in build-fuzz/, 60 s each); the run
+#      ends with ctest's summary line of the ASan build
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -29,6 +31,8 @@ jobs=$(nproc)
 status=0
 echo "== ctest: release build (-Werror) =="
 (cd build && ctest --output-on-failure -j"$jobs") || status=1
+echo "== fuzz: libFuzzer harnesses (clang, ASan+UBSan), ${DPSTREAM_FUZZ_SECONDS:-60} s each =="
+bash scripts/fuzz.sh "${DPSTREAM_FUZZ_SECONDS:-60}" || status=1
 echo "== ctest: ASan+UBSan build =="
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$jobs") || status=1

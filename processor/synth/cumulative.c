@@ -262,7 +262,6 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
     snprintf(w->mechanism, sizeof w->mechanism, "cumulative/%s", dp_counter_kind_name(c->counter_kind));
 
     /* Weights of the ρ split (see the header comment). */
-    double wsum = 0;
     for (uint64_t b = 1; b <= T; b++) {
         uint64_t H = T - b + 1;
         double wb;
@@ -292,7 +291,6 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
             }
         }
         w->rho_b[b] = wb;
-        wsum += wb;
     }
     /* The plan, exact: ρ as 2^52 ledger units split over the T counters
      * in proportion to their weights (accountant.h), so the spends add up

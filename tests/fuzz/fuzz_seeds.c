@@ -1,0 +1,104 @@
+/* fuzz_seeds.c — seeds that need the code to make them:
+ *   fuzz_seeds synth_restore DIR   real synthesizer snapshots (window and
+ *                                  cumulative after 0..3 steps, with a roster)
+ *   fuzz_seeds update DIR          Avro Updates of every kind and payload */
+#include <stdio.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "synth/synth.h"
+
+static int seed(const char *dir, int which, int steps)
+{
+    static const char *const names[2] = {"window", "cumulative"};
+    static const char *const cfgs[2] = {"{\"horizon\":6,\"k\":2,\"rho\":1}", "{\"horizon\":6,\"rho\":1}"};
+    json_error_t je;
+    json_t *cfg = json_loads(cfgs[which], 0, &je);
+    dp_key key;
+    memset(&key, 7, sizeof key);
+    dp_synth_env env = {&key, "fuzz", 4};
+    dp_synth *s = NULL;
+    char err[256];
+    if (dp_synth_create(&s, names[which], cfg, &env, err, sizeof err) != 0)
+        return 1;
+    dp_release_sink none = {0};
+    for (int t = 1; t <= steps; t++) {
+        for (int i = 0; i < 5; i++) {
+            char id[8];
+            snprintf(id, sizeof id, "u%d", i);
+            dp_update u = {.stream_id = "fuzz", .stream_id_len = 4, .step = (uint64_t)t, .kind = DP_UPDATE_REPORT,
+                           .entity_id = id, .entity_id_len = strlen(id),
+                           .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = (i + t) % 2}};
+            dp_reject_reason why;
+            dp_synth_ingest(s, &u, &why);
+        }
+        dp_synth_close_step(s, &none, err, sizeof err);
+    }
+    dp_buf b;
+    dp_buf_init(&b);
+    int rc = dp_synth_snapshot(s, &b);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-%d", dir, names[which], steps);
+    FILE *f = rc == 0 ? fopen(path, "wb") : NULL;
+    uint8_t tag = (uint8_t)which;
+    if (!f || fwrite(&tag, 1, 1, f) != 1 || fwrite(b.data, 1, b.len, f) != b.len)
+        rc = 1;
+    if (f)
+        fclose(f);
+    dp_buf_free(&b);
+    dp_synth_destroy(s);
+    json_decref(cfg);
+    return rc;
+}
+
+static int avro_updates(const char *dir)
+{
+    dp_codec *c = NULL;
+    dp_codec_options o = {0};
+    char err[256];
+    if (dp_codec_create(&c, &o, err, sizeof err) != 0)
+        return 1;
+    static const int32_t row[3] = {1, 0, 2};
+    static const double pt[2] = {0.25, -3.5};
+    dp_update us[4] = {
+        {.stream_id = "p", .stream_id_len = 1, .step = 3, .kind = DP_UPDATE_REPORT, .entity_id = "u1",
+         .entity_id_len = 2, .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = 1}},
+        {.stream_id = "t", .stream_id_len = 1, .step = 2, .kind = DP_UPDATE_INSERT,
+         .payload = {.kind = DP_PAYLOAD_ROW, .row = row, .row_len = 3}},
+        {.stream_id = "s", .stream_id_len = 1, .step = 9, .kind = DP_UPDATE_DELETE, .entity_id = "e",
+         .entity_id_len = 1, .payload = {.kind = DP_PAYLOAD_POINT, .point = pt, .point_len = 2},
+         .has_event_time = 1, .event_time_ms = 1700000000000},
+        {.stream_id = "p", .stream_id_len = 1, .step = 4, .kind = DP_UPDATE_CLOSE_STEP},
+    };
+    int rc = 0;
+    for (int i = 0; i < 4; i++) {
+        dp_buf b;
+        dp_buf_init(&b);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/avro-%d", dir, i);
+        FILE *f = NULL;
+        if (dp_codec_encode_update_buf(c, &us[i], &b, err, sizeof err) != 0 || !(f = fopen(path, "wb")) ||
+            fwrite(b.data, 1, b.len, f) != b.len)
+            rc = 1;
+        if (f)
+            fclose(f);
+        dp_buf_free(&b);
+    }
+    dp_codec_destroy(c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    if (strcmp(argv[1], "update") == 0)
+        return avro_updates(argv[2]);
+    if (strcmp(argv[1], "synth_restore") != 0)
+        return 0;   /* the other harnesses' seeds are files in tests/fuzz/seeds */
+    int rc = 0;
+    for (int which = 0; which < 2; which++)
+        for (int steps = 0; steps <= 3; steps++)
+            rc |= seed(argv[2], which, steps);
+    return rc;
+}
