@@ -405,20 +405,6 @@ static int export_from_replay(export_run *x, const char *dir)
 
 /* --- from Kafka ---------------------------------------------------------------------------- */
 
-/* The "dpstream.type" header of a message (a codec type name), or "". */
-static void message_type(const rd_kafka_message_t *m, char *out, size_t n)
-{
-    rd_kafka_headers_t *h = NULL;
-    const void *v = NULL;
-    size_t len = 0;
-    out[0] = '\0';
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        rd_kafka_header_get_last(h, "dpstream.type", &v, &len) == RD_KAFKA_RESP_ERR_NO_ERROR && v && len < n) {
-        memcpy(out, v, len);
-        out[len] = '\0';
-    }
-}
-
 static void undecodable(export_run *x, const rd_kafka_message_t *m, const char *what, const char *err)
 {
     x->problems++;
@@ -429,7 +415,7 @@ static void undecodable(export_run *x, const rd_kafka_message_t *m, const char *
 static int on_synthetic(export_run *x, const rd_kafka_message_t *m, dp_codec *codec)
 {
     char type[64], err[256];
-    message_type(m, type, sizeof type);
+    dp_kafka_message_type(m, type, sizeof type);
     if (strcmp(type, dp_codec_type_name(DP_CODEC_SYNTHETIC_RECORD)) == 0) {
         dp_codec_chunk c;
         if (dp_codec_decode_chunk(codec, m->payload, m->len, &c, err, sizeof err) != DP_OK) {

@@ -244,20 +244,6 @@ int dp_mock_flush(dp_mock_harness *h, int timeout_ms, char *errstr, size_t errn)
     return DP_OK;
 }
 
-/* The "dpstream.type" header of a message (a codec type name), or "". */
-static void message_type(const rd_kafka_message_t *m, char *out, size_t n)
-{
-    rd_kafka_headers_t *hd = NULL;
-    const void *v = NULL;
-    size_t len = 0;
-    out[0] = '\0';
-    if (rd_kafka_message_headers(m, &hd) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        rd_kafka_header_get_last(hd, "dpstream.type", &v, &len) == RD_KAFKA_RESP_ERR_NO_ERROR && v && len < n) {
-        memcpy(out, v, len);
-        out[len] = '\0';
-    }
-}
-
 static int on_message(dp_mock_harness *h, const rd_kafka_message_t *m, const dp_mock_outputs *o)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
@@ -274,7 +260,7 @@ static int on_message(dp_mock_harness *h, const rd_kafka_message_t *m, const dp_
         }
         return o->budget ? o->budget(o->ctx, &e) : DP_OK;
     }
-    message_type(m, type, sizeof type);
+    dp_kafka_message_type(m, type, sizeof type);
     if (strcmp(type, dp_codec_type_name(DP_CODEC_SYNTHETIC_RECORD)) == 0) {
         dp_codec_chunk c;
         if (dp_codec_decode_chunk(h->codec, m->payload, m->len, &c, err, sizeof err) != DP_OK) {

@@ -130,3 +130,16 @@ out:
     free(nt);
     return rc;
 }
+
+void dp_kafka_message_type(const rd_kafka_message_t *m, char *out, size_t n)
+{
+    rd_kafka_headers_t *h = NULL;
+    const void *v = NULL;
+    size_t len = 0;
+    out[0] = '\0';
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(h, "dpstream.type", &v, &len) == RD_KAFKA_RESP_ERR_NO_ERROR && v && len < n) {
+        memcpy(out, v, len);
+        out[len] = '\0';
+    }
+}

@@ -28,6 +28,10 @@ rd_kafka_conf_t *dp_kafka_conf_with_defaults(const dp_stream_config *cfg, const 
  * update of a stream sits in its stream id's one partition. */
 int32_t dp_kafka_key_partition(const char *partitioner, const void *key, size_t key_len, int32_t partition_cnt);
 
+/* The "dpstream.type" header of a message (a codec type name, or
+ * "Progress"), NUL-terminated in out[0..n), or "" if absent or too long. */
+void dp_kafka_message_type(const rd_kafka_message_t *m, char *out, size_t n);
+
 /* $DPSTREAM_BOOTSTRAP_SERVERS if set and non-empty, else NULL. */
 const char *dp_kafka_bootstrap_env(void);
 
