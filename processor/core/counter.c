@@ -166,6 +166,12 @@ int dp_counter_snapshot(const dp_counter *c, dp_buf *b)
 int dp_counter_restore(dp_counter **out, const uint8_t *data, size_t len,
                        const dp_key *key, char *errstr, size_t errstr_size)
 {
+    return dp_counter_restore_expect(out, data, len, key, NULL, errstr, errstr_size);
+}
+
+int dp_counter_restore_expect(dp_counter **out, const uint8_t *data, size_t len, const dp_key *key,
+                              const dp_counter_config *expect, char *errstr, size_t errstr_size)
+{
     dp_reader r;
     dp_counter_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -192,6 +198,14 @@ int dp_counter_restore(dp_counter **out, const uint8_t *data, size_t len,
     char label[1025];
     memcpy(label, lab, label_len);
     label[label_len] = '\0';
+    /* Compare with what the caller will accept before building anything:
+     * some kinds fit their parameters at creation (sqrt, blt), which a
+     * forged header must not be able to make expensive. */
+    if (expect && (cfg.kind != expect->kind || cfg.horizon != expect->horizon || cfg.block != expect->block ||
+                   cfg.buffers != expect->buffers || cfg.budget.model != expect->budget.model ||
+                   cfg.budget.value != expect->budget.value || cfg.neighbor_entries != expect->neighbor_entries ||
+                   cfg.max_abs_change != expect->max_abs_change))
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "counter snapshot of another configuration");
 
     dp_counter *c;
     int rc = counter_alloc(&c, &cfg, key, (const char *)sid, sid_len, label, errstr, errstr_size);

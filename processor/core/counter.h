@@ -114,5 +114,9 @@ int dp_counter_sensitivity(const dp_counter *c, double *l1, double *l2sq);
 int dp_counter_snapshot(const dp_counter *c, dp_buf *out);
 int dp_counter_restore(dp_counter **out, const uint8_t *data, size_t len,
                        const dp_key *key, char *errstr, size_t errstr_size);
+/* The same, refusing (DP_ECORRUPT, before any work) a snapshot whose
+ * configuration differs from *expect in any field (NULL: no check). */
+int dp_counter_restore_expect(dp_counter **out, const uint8_t *data, size_t len, const dp_key *key,
+                              const dp_counter_config *expect, char *errstr, size_t errstr_size);
 
 #endif

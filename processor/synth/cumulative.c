@@ -575,7 +575,7 @@ static int cumul_release_load(dp_release_half *rel, dp_reader *r)
         if (!p)
             return DP_ECORRUPT;
         dp_counter *c;
-        rc = dp_counter_restore(&c, p, len, w->key, NULL, 0);
+        rc = dp_counter_restore_expect(&c, p, len, w->key, dp_counter_config_of(w->M[i]), NULL, 0);
         if (rc != DP_OK)
             return DP_ECORRUPT;
         const dp_counter_config *a = dp_counter_config_of(c), *e = dp_counter_config_of(w->M[i]);
