@@ -263,9 +263,8 @@ static int bench_window(const panel *p, uint32_t k, double rho, const char *neig
     }
     dp_window_view_free(&tv);
 
-    json_t *cfg = json_pack("{s:I, s:I, s:i, s:f, s:s, s:b}", "horizon", (json_int_t)T, "k", (json_int_t)k,
-                            "categories", 2, "rho", rho, "neighbors", neighbors, "assume_public_n",
-                            strcmp(neighbors, "add_remove") == 0);
+    json_t *cfg = json_pack("{s:I, s:I, s:i, s:f, s:s}", "horizon", (json_int_t)T, "k", (json_int_t)k,
+                            "categories", 2, "rho", rho, "neighbors", neighbors);
     double bound = NAN, n_pad = NAN;
     uint64_t clamped_runs = 0;
     int rc = DP_OK;

@@ -12,8 +12,14 @@
  *   Ŝ_0^t = n;  Ŝ_b^t = min(max(S̃_b^t, Ŝ_b^{t-1}), Ŝ_{b-1}^{t-1})   (Lemma 4.2)
  *   ẑ_b^t = Ŝ_b^t - Ŝ_b^{t-1} synthetic individuals of weight b-1, chosen
  *   uniformly (partial Fisher–Yates), get 1; the rest of that weight get 0.
- * The synthetic population is n (public, as in the paper; under
- * add_remove this assumes the roster size is public knowledge).
+ * The synthetic population is exactly n (public, as in the paper).
+ * What is public and what is protected, in plain words: each person's
+ * whole sequence of bits is protected (user-level ρ-zCDP over T); public
+ * are the roster size n (every release has n records), the configuration
+ * (T, the counter, σ²) and the step boundaries.  So add/remove neighbours,
+ * which would protect n, are refused unless assume_public_n declares it
+ * public (budget events say so).  How many people were missing (imputed)
+ * at a step is never published.
  *
  * Privacy (Thm 4.1 + ALGORITHMS.md §4): one individual's sequence
  * contributes to each stream z_b in at most one entry (the step at which

@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
-                                    "assume_public_n", "beta", "n_pad", "max_padding_records", "impute", "delta",
+                                    "beta", "n_pad", "max_padding_records", "impute", "delta",
                                     NULL};
 static const char *CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
                                         "assume_public_n", "beta", "impute", "delta", "counter", NULL};
@@ -170,17 +170,19 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
             return dp_err(errstr, errstr_size, DP_EINVAL, "%s: assume_public_n must be true or false", name);
         c->assume_public_n = json_is_true(v);
     }
-    /* Both synthesizers release exactly n records (window: n + c^k·n_pad,
-     * cumulative: n), so the roster size is in every release.  Under
-     * replace neighbours n is fixed and public; add/remove neighbours
-     * protect it, so that claim would be false (ALGORITHMS.md §1) unless
-     * the operator declares n public, as seed 000 does. */
-    if (!c->replace && !c->assume_public_n)
+    /* cumulative releases exactly n records (record_count and
+     * debias.population = n), so n is in every release.  Under replace
+     * neighbours n is fixed and public; add/remove neighbours protect it,
+     * so that claim would be false (ALGORITHMS.md §1) unless the operator
+     * declares n public, as seed 000 does.  window is different: its n* =
+     * the sum of the charged noisy pattern counts (plus the public padding),
+     * so n leaves it only through that noise and add/remove is allowed. */
+    if (!is_window && !c->replace && !c->assume_public_n)
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       "%s: neighbors \"add_remove\" is refused: every release reveals the roster size n exactly "
-                      "(its record count), which add/remove neighbours protect; use \"replace\" (n public), or set "
-                      "\"assume_public_n\": true to use the paper's calibration with n declared public (stated in "
-                      "every budget event)", name);
+                      "(record_count, debias.population), which add/remove neighbours protect; use \"replace\" "
+                      "(n public), or set \"assume_public_n\": true to use the paper's calibration with n declared "
+                      "public (stated in every budget event)", name);
     if (c->replace && c->assume_public_n)
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       "%s: assume_public_n applies to neighbors \"add_remove\" only (n is public under replace)", name);
@@ -254,9 +256,10 @@ const char *dp_long_public_inputs(const dp_long_config *c)
                      "reported at step 1) and its size n, the configuration (T, k, categories, n_pad, sigma2) and "
                      "the step boundaries; the synthetic records and the clamped flag come from the charged "
                      "discrete Gaussian pattern counts"
-                   : "add/remove neighbours with n declared public (assume_public_n, seed 000's calibration): the "
-                     "record count reveals the roster size n exactly, which add/remove neighbours would protect; "
-                     "public also the configuration (T, k, categories, n_pad, sigma2) and the step boundaries";
+                   : "add/remove neighbours (one person's whole sequence is there or not): public are the "
+                     "configuration (T, k, categories, n_pad, sigma2) and the step boundaries; the number of "
+                     "synthetic individuals is the sum of the charged noisy pattern counts plus the padding, so "
+                     "neither n nor the roster is released exactly";
     return c->replace
                ? "replace neighbours (one person's whole sequence changes): public are the roster (who reported at "
                  "step 1) and its size n, the configuration (T, counter, sigma2) and the step boundaries; the "

@@ -2,6 +2,15 @@
  * of length k (Bun, Gaboardi, Neunhoeffer, Zhang 2024 = seed 000, Alg. 1,
  * with the categorical extension of ALGORITHMS.md §3).
  *
+ * What is public and what is protected, in plain words: each person's
+ * whole sequence of answers is protected (user-level ρ-zCDP over T).  Public
+ * are the configuration (T, k, c, n_pad, σ²) and the step boundaries; under
+ * replace neighbours also who is on the roster and how many.  Everything in
+ * a release — every synthetic record, n* (the sum of the noisy pattern
+ * counts plus the padding) and the clamped flag — is computed from the
+ * charged noisy counts, so under add/remove neighbours n is protected too.
+ * How many people were missing (imputed) at a step is never published.
+ *
  * Ingest half: the longitudinal roster (longitudinal.h) with the last k
  * values of each individual; at a step t >= k its statistics are the
  * pattern counts C_s, s ∈ X^k (key = base-c pattern, most recent value

@@ -13,6 +13,9 @@
 #      differed.
 #   2. cumulative over 5 steps, 30 people: D2 changes one person's bits and
 #      drops one of that person's reports (imputed).
+#   3. window under add/remove neighbours: D2 is D without one person.  Its
+#      release must reveal n only through the charged noise (n* is the sum of
+#      the noisy pattern counts), so nothing may be exact and different.
 # Usage: bash privacy_audit.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
@@ -69,12 +72,25 @@ def cumul_input(neighbour):
     return out
 for name, nb in (("c1.jsonl", False), ("c2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(cumul_input(nb)) + "\n")
+
+# 3. window, add/remove: one person fewer
+people = [f"a{i:02d}" for i in range(40)]
+vals = {(p, t): rng.randrange(2) for p in people for t in range(1, 5)}
+def ar_input(without):
+    out = []
+    for t in range(1, 5):
+        out += [line("wa", t, "REPORT", p, vals[p, t]) for p in people if p != without]
+        out.append(line("wa", t, "CLOSE_STEP"))
+    return out
+for name, who in (("a1.jsonl", None), ("a2.jsonl", "a13")):
+    open(f"{work}/{name}", "w").write("\n".join(ar_input(who)) + "\n")
 PY
 
 cat > "$WORK/config.json" <<'JSON'
 {"streams": [
   {"match": "w", "synthesizer": "window", "config": {"horizon": 3, "k": 1, "categories": 2, "rho": 1}},
-  {"match": "c", "synthesizer": "cumulative", "config": {"horizon": 5, "rho": 1}}
+  {"match": "c", "synthesizer": "cumulative", "config": {"horizon": 5, "rho": 1}},
+  {"match": "wa", "synthesizer": "window", "config": {"horizon": 4, "k": 2, "rho": 1, "neighbors": "add_remove"}}
 ]}
 JSON
 
@@ -83,4 +99,6 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/w1.jsonl" "$W
     || { echo "FAIL: window neighbours (early reports, one person's step-2 report)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/c1.jsonl" "$WORK/c2.jsonl" c07 "$KEYS" "$WORK" \
     || { echo "FAIL: cumulative neighbours (one person's bits changed, one report missing)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/a1.jsonl" "$WORK/a2.jsonl" a13 "$KEYS" "$WORK" \
+    || { echo "FAIL: window under add/remove neighbours (one person removed)" >&2; status=1; }
 exit $status

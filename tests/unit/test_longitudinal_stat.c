@@ -169,8 +169,8 @@ static void window_check(const char *neighbors)
 {
     static double err[KEYS][T - K + 1][BINS];
     char cfg[160];
-    snprintf(cfg, sizeof cfg, "{\"horizon\":%d,\"k\":%d,\"rho\":%g,\"neighbors\":\"%s\",\"beta\":0.05%s}", T, K,
-             RHO, neighbors, strcmp(neighbors, "add_remove") == 0 ? ",\"assume_public_n\":true" : "");
+    snprintf(cfg, sizeof cfg, "{\"horizon\":%d,\"k\":%d,\"rho\":%g,\"neighbors\":\"%s\",\"beta\":0.05}", T, K,
+             RHO, neighbors);
     double bound, sigma2;
     int clamped;
     window_runs(cfg, err, &bound, &sigma2, &clamped);
@@ -206,7 +206,7 @@ static void test_window_wrong_sigma_rejected(void)
 {
     static double err[KEYS][T - K + 1][BINS];
     char cfg[160];
-    snprintf(cfg, sizeof cfg, "{\"horizon\":%d,\"k\":%d,\"rho\":%g,\"neighbors\":\"add_remove\",\"assume_public_n\":true}", T, K, 2 * RHO);
+    snprintf(cfg, sizeof cfg, "{\"horizon\":%d,\"k\":%d,\"rho\":%g,\"neighbors\":\"add_remove\"}", T, K, 2 * RHO);
     double bound, sigma2;
     int clamped;
     window_runs(cfg, err, &bound, &sigma2, &clamped);

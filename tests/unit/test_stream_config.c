@@ -335,8 +335,6 @@ static void test_gate_and_partitioner(void)
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"cumulative\",\"config\":{\"horizon\":4,"
          "\"rho\":1e308}}]}", "cumulative: rho = 1e+308"},
         /* both release n exactly: add/remove neighbours only with n declared public */
-        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"config\":{\"horizon\":4,\"k\":1,"
-         "\"rho\":1,\"neighbors\":\"add_remove\"}}]}", "neighbors \"add_remove\" is refused"},
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"cumulative\",\"config\":{\"horizon\":4,"
          "\"rho\":1,\"neighbors\":\"add_remove\"}}]}", "reveals the roster size n"},
         {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"cumulative\",\"config\":{\"horizon\":4,"

@@ -99,7 +99,7 @@ static void check(const char *name, const char *cfg_text, int n, int T, int cats
 static void test_window_c2(void) { check("window", "{\"horizon\":10,\"k\":3,\"rho\":1}", 2000, 10, 2); }
 static void test_window_c3(void)
 {
-    check("window", "{\"horizon\":8,\"k\":2,\"categories\":3,\"rho\":1,\"neighbors\":\"add_remove\",\"assume_public_n\":true}", 1500, 8, 3);
+    check("window", "{\"horizon\":8,\"k\":2,\"categories\":3,\"rho\":1,\"neighbors\":\"add_remove\"}", 1500, 8, 3);
 }
 static void test_cumulative_tree(void) { check("cumulative", "{\"horizon\":10,\"rho\":1}", 2000, 10, 2); }
 

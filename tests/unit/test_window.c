@@ -344,7 +344,7 @@ static void test_release_contract(void)
     dp_synth_destroy(s);
 
     /* add_remove: the paper's calibration, stated in the event. */
-    s = make("window", "{\"horizon\":5,\"k\":3,\"rho\":0.5,\"neighbors\":\"add_remove\",\"assume_public_n\":true,\"n_pad\":7}", &key);
+    s = make("window", "{\"horizon\":5,\"k\":3,\"rho\":0.5,\"neighbors\":\"add_remove\",\"n_pad\":7}", &key);
     tk_sink_init(&k);
     sink = tk_sink_of(&k);
     for (int t = 1; t <= 3; t++)
