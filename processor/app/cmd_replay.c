@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "app/cli.h"
-#include "stream/bytes_map.h"
+#include "core/bytes_map.h"
 #include "stream/stream_config.h"
 #include "connectors/jsonl/line_reader.h"
 #include "connectors/jsonl/replay_ledger.h"
@@ -58,7 +58,7 @@
 
 /* --- per-stream state --------------------------------------------------------- */
 
-/* A stream's synthesizer; the map (stream/bytes_map.h) owns `id`. */
+/* A stream's synthesizer; the map (core/bytes_map.h) owns `id`. */
 typedef struct stream_slot {
     const char  *id;
     size_t       id_len;

@@ -13,7 +13,7 @@
 
 #include "codec/codec.h"
 #include "core/buf.h"
-#include "stream/bytes_map.h"
+#include "core/bytes_map.h"
 #include "stream/processor.h"
 #include "stream/stream_config.h"
 #include "synth/step_gate.h"

@@ -1,6 +1,7 @@
 /* longitudinal_config.c — parse and validate the JSON configuration of
  * `window` / `cumulative`; shared budget-event helpers. */
 #include "synth/longitudinal_config.h"
+#include "synth/config_json.h"
 
 #include "core/dp_error.h"
 
@@ -8,89 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
+static const char *const WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
                                     "beta", "n_pad", "max_padding_records", "impute", "delta",
                                     NULL};
-static const char *CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
+static const char *const CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
                                         "assume_public_n", "beta", "impute", "delta", "counter", NULL};
-
-static int key_known(const char *k, const char **keys)
-{
-    for (; *keys; keys++)
-        if (strcmp(*keys, k) == 0)
-            return 1;
-    return 0;
-}
-
-/* A JSON integer (or an integral real) in [lo, hi]. */
-static int get_uint(const json_t *v, const char *name, const char *what, uint64_t lo, uint64_t hi,
-                    uint64_t *out, char *errstr, size_t errstr_size)
-{
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (x < 0 || (uint64_t)x < lo || (uint64_t)x > hi)
-            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: %s must be an integer in [%llu, %llu]",
-                          name, what, (unsigned long long)lo, (unsigned long long)hi);
-        *out = (uint64_t)x;
-        return DP_OK;
-    }
-    if (json_is_real(v)) {
-        double x = json_real_value(v);
-        if (x == floor(x) && x >= (double)lo && x <= (double)hi) {
-            *out = (uint64_t)x;
-            return DP_OK;
-        }
-    }
-    return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be an integer in [%llu, %llu]", name,
-                  what, (unsigned long long)lo, (unsigned long long)hi);
-}
-
-static int get_real(const json_t *v, const char *name, const char *what, double *out,
-                    char *errstr, size_t errstr_size)
-{
-    if (!json_is_number(v))
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be a number", name, what);
-    *out = json_number_value(v);
-    if (!isfinite(*out))
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be finite", name, what);
-    return DP_OK;
-}
 
 static int parse_counter(dp_long_config *c, const char *name, const json_t *v, char *errstr,
                          size_t errstr_size)
 {
-    const json_t *kind = v;
-    if (json_is_object(v)) {
-        const char *k;
-        json_t *x;
-        json_object_foreach((json_t *)v, k, x) {
-            if (strcmp(k, "kind") && strcmp(k, "block") && strcmp(k, "buffers"))
-                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown counter key \"%s\"", name, k);
-        }
-        kind = json_object_get(v, "kind");
-        const json_t *b = json_object_get(v, "block");
-        uint64_t u;
-        if (b) {
-            int rc = get_uint(b, name, "counter.block", 1, UINT32_MAX, &u, errstr, errstr_size);
-            if (rc != DP_OK)
-                return rc;
-            c->counter_block = u;
-        }
-        b = json_object_get(v, "buffers");
-        if (b) {
-            int rc = get_uint(b, name, "counter.buffers", 1, 1024, &u, errstr, errstr_size);
-            if (rc != DP_OK)
-                return rc;
-            c->counter_buffers = (uint32_t)u;
-        }
+    dp_cfg_counter k = {c->counter_kind, c->counter_block, c->counter_buffers};
+    int rc = dp_cfg_counter_parse(v, name, &k, errstr, errstr_size);
+    if (rc == DP_OK) {
+        c->counter_kind = k.kind;
+        c->counter_block = k.block;
+        c->counter_buffers = k.buffers;
     }
-    if (!json_is_string(kind))
-        return dp_err(errstr, errstr_size, DP_EINVAL,
-                      "%s: counter must be a kind name or {\"kind\": name, …}", name);
-    if (dp_counter_kind_parse(json_string_value(kind), &c->counter_kind) != DP_OK)
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown counter kind \"%s\"", name,
-                      json_string_value(kind));
-    return DP_OK;
+    return rc;
 }
 
 int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg, int is_window,
@@ -107,11 +42,11 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
     c->counter_kind = DP_COUNTER_TREE;
     if (!json_is_object(cfg))
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s: config must be a JSON object", name);
-    const char **keys = is_window ? WINDOW_KEYS : CUMULATIVE_KEYS;
+    const char *const *keys = is_window ? WINDOW_KEYS : CUMULATIVE_KEYS;
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)cfg, key, v) {
-        if (!key_known(key, keys))
+        if (!dp_cfg_key_known(key, keys))
             return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown config key \"%s\"", name, key);
     }
     int rc;
@@ -123,18 +58,18 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
     if (!(v = json_object_get(cfg, "horizon")))
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"horizon\" (T) is required", name);
     uint64_t tmax = is_window ? ((uint64_t)1 << 32) : DP_CUMULATIVE_MAX_HORIZON;
-    if ((rc = get_uint(v, name, "horizon", 1, tmax, &c->horizon, errstr, errstr_size)) != DP_OK)
+    if ((rc = dp_cfg_uint(v, name, "horizon", 1, tmax, &c->horizon, errstr, errstr_size)) != DP_OK)
         return rc;
     if (is_window) {
         if (!(v = json_object_get(cfg, "k")))
             return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"k\" (window length) is required", name);
-        if ((rc = get_uint(v, name, "k", 1, c->horizon < 64 ? c->horizon : 64, &u, errstr,
+        if ((rc = dp_cfg_uint(v, name, "k", 1, c->horizon < 64 ? c->horizon : 64, &u, errstr,
                            errstr_size)) != DP_OK)
             return rc;
         c->k = (uint32_t)u;
     }
     if ((v = json_object_get(cfg, "categories"))) {
-        if ((rc = get_uint(v, name, "categories", 2, is_window ? DP_WINDOW_MAX_BINS : 2, &u, errstr,
+        if ((rc = dp_cfg_uint(v, name, "categories", 2, is_window ? DP_WINDOW_MAX_BINS : 2, &u, errstr,
                            errstr_size)) != DP_OK)
             return rc;
         c->categories = (uint32_t)u;
@@ -151,7 +86,7 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
     }
     if (!(v = json_object_get(cfg, "rho")))
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"rho\" (total zCDP budget) is required", name);
-    if ((rc = get_real(v, name, "rho", &c->rho, errstr, errstr_size)) != DP_OK)
+    if ((rc = dp_cfg_real(v, name, "rho", &c->rho, errstr, errstr_size)) != DP_OK)
         return rc;
     if (!(c->rho > 0))
         return dp_err(errstr, errstr_size, DP_ERANGE, "%s: rho must be > 0", name);
@@ -187,24 +122,24 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       "%s: assume_public_n applies to neighbors \"add_remove\" only (n is public under replace)", name);
     if ((v = json_object_get(cfg, "beta"))) {
-        if ((rc = get_real(v, name, "beta", &c->beta, errstr, errstr_size)) != DP_OK)
+        if ((rc = dp_cfg_real(v, name, "beta", &c->beta, errstr, errstr_size)) != DP_OK)
             return rc;
         if (!(c->beta > 0 && c->beta < 1))
             return dp_err(errstr, errstr_size, DP_ERANGE, "%s: beta must be in (0, 1)", name);
     }
     if ((v = json_object_get(cfg, "delta"))) {
-        if ((rc = get_real(v, name, "delta", &c->delta, errstr, errstr_size)) != DP_OK)
+        if ((rc = dp_cfg_real(v, name, "delta", &c->delta, errstr, errstr_size)) != DP_OK)
             return rc;
         if (!(c->delta > 0 && c->delta < 1))
             return dp_err(errstr, errstr_size, DP_ERANGE, "%s: delta must be in (0, 1)", name);
     }
     c->max_padding_records = DP_WINDOW_DEFAULT_MAX_PADDING;
     if ((v = json_object_get(cfg, "max_padding_records")) &&
-        (rc = get_uint(v, name, "max_padding_records", 1, (uint64_t)1 << 40, &c->max_padding_records, errstr,
+        (rc = dp_cfg_uint(v, name, "max_padding_records", 1, (uint64_t)1 << 40, &c->max_padding_records, errstr,
                        errstr_size)) != DP_OK)
         return rc;
     if ((v = json_object_get(cfg, "n_pad")) && !json_is_null(v)) {
-        if ((rc = get_uint(v, name, "n_pad", 0, (uint64_t)1 << 40, &c->n_pad, errstr, errstr_size)) != DP_OK)
+        if ((rc = dp_cfg_uint(v, name, "n_pad", 0, (uint64_t)1 << 40, &c->n_pad, errstr, errstr_size)) != DP_OK)
             return rc;
         c->n_pad_given = 1;
     }
@@ -227,7 +162,7 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
         } else if (strcmp(ps, "fixed") == 0) {
             if (!val)
                 return dp_err(errstr, errstr_size, DP_EINVAL, "%s: impute policy fixed needs a value", name);
-            if ((rc = get_uint(val, name, "impute.value", 0, c->categories - 1, &u, errstr,
+            if ((rc = dp_cfg_uint(val, name, "impute.value", 0, c->categories - 1, &u, errstr,
                                errstr_size)) != DP_OK)
                 return rc;
             c->impute = DP_IMPUTE_FIXED;

@@ -18,10 +18,12 @@
 
 extern const dp_synth_ops dp_synth_ops_window;
 extern const dp_synth_ops dp_synth_ops_cumulative;
+extern const dp_synth_ops dp_synth_ops_marginal;
 
 static const dp_synth_ops *const REGISTRY[] = {
     &dp_synth_ops_window,
     &dp_synth_ops_cumulative,
+    &dp_synth_ops_marginal,
     NULL,
 };
 
@@ -48,6 +50,8 @@ static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_EXHAUSTED] = "EXHAUSTED",
     [DP_REJECT_KEY_MISMATCH] = "KEY_MISMATCH",
     [DP_REJECT_STREAM_LIMIT] = "STREAM_LIMIT",
+    [DP_REJECT_NOT_PRESENT] = "NOT_PRESENT",
+    [DP_REJECT_USER_LIMIT] = "USER_LIMIT",
 };
 
 const char *dp_reject_reason_name(dp_reject_reason r)
@@ -71,6 +75,8 @@ const char *dp_reject_reason_text(dp_reject_reason r)
     case DP_REJECT_EXHAUSTED:        return "stream stopped: budget or horizon used up";
     case DP_REJECT_KEY_MISMATCH:     return "Kafka key is not the stream id, or the message is not in that key's partition";
     case DP_REJECT_STREAM_LIMIT:     return "a new stream id over its route's max_streams";
+    case DP_REJECT_NOT_PRESENT:      return "DELETE of a row that is not in the current data (for its entity)";
+    case DP_REJECT_USER_LIMIT:       return "user-level stream: the update has no entity, or its entity used its max_rows_per_user row events";
     default:                         return "refused by the synthesizer";
     }
 }

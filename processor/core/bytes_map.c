@@ -1,5 +1,5 @@
 /* bytes_map.c — see bytes_map.h. */
-#include "stream/bytes_map.h"
+#include "core/bytes_map.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,8 +5,8 @@
  * must never let it decide an output byte: the processor iterates only to
  * compute minima, to free, or to fire timers whose effect (a CLOSE_STEP
  * marker) is itself recorded in the log (DESIGN.md §2). */
-#ifndef DP_STREAM_BYTES_MAP_H
-#define DP_STREAM_BYTES_MAP_H
+#ifndef DP_CORE_BYTES_MAP_H
+#define DP_CORE_BYTES_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,87 @@
+/* config_json.c — see config_json.h. */
+#include "synth/config_json.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <string.h>
+
+int dp_cfg_key_known(const char *k, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (strcmp(*keys, k) == 0)
+            return 1;
+    return 0;
+}
+
+/* A JSON integer (or an integral real) in [lo, hi]. */
+int dp_cfg_uint(const json_t *v, const char *name, const char *what, uint64_t lo, uint64_t hi,
+                uint64_t *out, char *errstr, size_t errstr_size)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || (uint64_t)x < lo || (uint64_t)x > hi)
+            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: %s must be an integer in [%llu, %llu]",
+                          name, what, (unsigned long long)lo, (unsigned long long)hi);
+        *out = (uint64_t)x;
+        return DP_OK;
+    }
+    if (json_is_real(v)) {
+        double x = json_real_value(v);
+        if (x == floor(x) && x >= (double)lo && x <= (double)hi) {
+            *out = (uint64_t)x;
+            return DP_OK;
+        }
+    }
+    return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be an integer in [%llu, %llu]", name,
+                  what, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+int dp_cfg_real(const json_t *v, const char *name, const char *what, double *out,
+                    char *errstr, size_t errstr_size)
+{
+    if (!json_is_number(v))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be a number", name, what);
+    *out = json_number_value(v);
+    if (!isfinite(*out))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be finite", name, what);
+    return DP_OK;
+}
+
+int dp_cfg_counter_parse(const json_t *v, const char *name, dp_cfg_counter *c, char *errstr,
+                         size_t errstr_size)
+{
+    const json_t *kind = v;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            if (strcmp(k, "kind") && strcmp(k, "block") && strcmp(k, "buffers"))
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown counter key \"%s\"", name, k);
+        }
+        kind = json_object_get(v, "kind");
+        const json_t *b = json_object_get(v, "block");
+        uint64_t u;
+        if (b) {
+            int rc = dp_cfg_uint(b, name, "counter.block", 1, UINT32_MAX, &u, errstr, errstr_size);
+            if (rc != DP_OK)
+                return rc;
+            c->block = u;
+        }
+        b = json_object_get(v, "buffers");
+        if (b) {
+            int rc = dp_cfg_uint(b, name, "counter.buffers", 1, 1024, &u, errstr, errstr_size);
+            if (rc != DP_OK)
+                return rc;
+            c->buffers = (uint32_t)u;
+        }
+    }
+    if (!json_is_string(kind))
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: counter must be a kind name or {\"kind\": name, …}", name);
+    if (dp_counter_kind_parse(json_string_value(kind), &c->kind) != DP_OK)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown counter kind \"%s\"", name,
+                      json_string_value(kind));
+    return DP_OK;
+}
+

@@ -1,0 +1,32 @@
+/* config_json.h — small checked readers for synthesizer JSON configs,
+ * shared by every synthesizer's parser so that the same mistake gets the
+ * same message everywhere.  `name` prefixes every message (the synthesizer
+ * or the JSON path), `what` names the key. */
+#ifndef DP_SYNTH_CONFIG_JSON_H
+#define DP_SYNTH_CONFIG_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/counter.h"
+
+/* A JSON integer (or an integral real) in [lo, hi]. */
+int dp_cfg_uint(const json_t *v, const char *name, const char *what, uint64_t lo, uint64_t hi, uint64_t *out,
+                char *errstr, size_t errstr_size);
+/* A finite JSON number. */
+int dp_cfg_real(const json_t *v, const char *name, const char *what, double *out, char *errstr,
+                size_t errstr_size);
+/* 1 if k is in the NULL-terminated list. */
+int dp_cfg_key_known(const char *k, const char *const *keys);
+
+/* "counter": a kind name or {"kind": name, "block": B, "buffers": d}. */
+typedef struct dp_cfg_counter {
+    dp_counter_kind kind;
+    uint64_t        block;
+    uint32_t        buffers;
+} dp_cfg_counter;
+int dp_cfg_counter_parse(const json_t *v, const char *name, dp_cfg_counter *out, char *errstr,
+                         size_t errstr_size);
+
+#endif

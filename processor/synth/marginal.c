@@ -1,0 +1,826 @@
+/* marginal.c — `marginal`: streaming synthetic tabular data by select,
+ * measure, fit and iterate (Kumar, Strohmer, Vershynin = seed 001, Alg. 3),
+ * with the paper's StreamingMWEM baseline (Alg. 2) as method "mwem".
+ *
+ * What is public and what is protected, in plain words: every row event
+ * (one row inserted or deleted at one step) is protected — event-level
+ * ε-DP (or ρ-zCDP) over the whole stream; with max_rows_per_user = s, every
+ * entity's up to s events together.  Public are the configuration
+ * (attributes, workloads, budget, horizon, method, fit) and the step
+ * boundaries.  The number of rows is NOT public: the release's row count is
+ * the rounded noisy total (an average of charged measurements), and every
+ * record is post-processing of charged outputs.
+ *
+ * One step t (Alg. 3), with ∇f_t the step's differential histogram (the
+ * ingest half's statistics are W(∇f_t) for every workload W):
+ *   base_W = W(g_{t-1}) + W(∇f_t)                      (§6.4: f_t ≈ g_{t-1} + ∇f_t)
+ *   h_{t,0} = g_{t-1}
+ *   for l = 1..K:
+ *     u(W) = (1/|W|)·‖base_W − W(h_{t,l-1})‖₁ − bias_W   over unselected W   (§7.2)
+ *     j ~ exponential mechanism(u, ε_sel)                                     (exact: core/exp_mech.h)
+ *     C_j += W_j(∇f_t)  (one continual counter per cell of W_j, budget ε_c)   (Alg. 3 line 15)
+ *     m(t, j) = C_j(t) + r(t-1, j)                                            (§6.2)
+ *     h_{t,l} = fit({(W_i, m(t, i))}_{i selected at t}, h_{t,l-1})
+ *   g_t = mean_l h_{t,l}   (mw; the pgm fit takes h_{t,K}: models do not average)
+ *   r(t, W) = W(g_t) − C_W(t) for unselected W; r(t, j) = r(t-1, j) for selected j.
+ *
+ * bias_W (§7.2's "bias correction"; its formula was lost in extraction):
+ * the expected |error| per cell that measuring W now would add,
+ * sqrt(2/π)·sd_W, sd_W the per-cell counter's analytic standard deviation at
+ * its next step (as AIM, McKenna et al. 2022, subtracts the expected noise).
+ * It depends only on public configuration and on how often W was selected
+ * (a private output): post-processing.
+ *
+ * Sensitivity of the utility (derived for the configured workloads): one
+ * row inserted or deleted at step t changes ∇f_t in one domain cell by 1,
+ * so W(∇f_t) changes in one of W's cells by 1 and ‖base_W − W(h)‖₁ by at
+ * most 1; g_{t-1} and h are earlier private outputs (fixed under the
+ * neighbouring stream by adaptive composition).  Hence
+ *     Δu = max_W 1/|W| = 1/min_W |W|          (1/4 for 2-way workloads on binary attributes, §7.2).
+ * On the fixed-point grid of scale S = 2^16·min|W| each cell's term is
+ * floor(|base_c − q_c|·S/|W|), which moves by at most 2^16 + 1 when its
+ * argument moves by 1 (+ ~1e-7 of floating-point rounding of the sum
+ * W(g)_c + ∇_c), and only one cell moves: ΔU = 2^16 + 2 grid units.
+ *
+ * Privacy (Thm 6.1, with group privacy): a row event at step τ touches
+ * only step τ's K selections (ε_sel each) and the K counters selected at τ
+ * (ε_c each: a counter's budget covers its whole stream, in which the
+ * event is one entry); selections and measurements at other steps see it
+ * only through earlier private outputs.  With g = max_rows_per_user ×
+ * (2 under replace neighbours):
+ *     pure:  ε_sel = ε_c = ε/(2Kg)        → K·ε_sel + K·ε_c = ε/g per event, ε per entity
+ *     zCDP:  ε_sel = 2·sqrt(ρ/K)/g (EM is ε²/8-zCDP, Cesar–Rogers), ρ_c = ρ/(2Kg²)
+ * Rows of different steps are disjoint, so the stream's guarantee is the
+ * largest step's (parallel composition over steps), not the sum: the
+ * ledger is per step, every step spends exactly the budget, and the
+ * budget event says so (spent_step = spent_total = the budget).
+ *
+ * Baseline, method "mwem" (Alg. 2): each step an independent MWEM on ∇f_t
+ * (selection on ‖W(∇f_t) − W(h)‖₁/|W|, fresh Laplace/Gaussian noise per
+ * measurement at ε_c, MW fit) and g_t = g_{t-1} + mean_l h_{t,l}.  Two
+ * corrections: the paper's h_{t,0} = |∇f_t|·uniform and the MW total
+ * |∇f_t| use the exact batch size, which is private — here h_{t,0} is
+ * empty and the total is the mean of the measured totals; a batch whose
+ * noisy total is negative (deletions) is fitted with signs flipped. */
+#include "synth/marginal.h"
+#include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
+
+#include "core/counter.h"
+#include "core/dp_error.h"
+#include "core/exp_mech.h"
+#include "core/rational.h"
+#include "core/sample.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MARGINAL_REL_MAGIC 0x4c45524du   /* "MREL" */
+#define UNIT_BITS 20                     /* ledger units per mechanism */
+#define GRID_BITS 16                     /* utility grid: S·Δu = 2^16 */
+#define NAME "marginal"
+
+typedef struct wl_state {
+    dp_counter **cnt;        /* one counter per cell; NULL until first selected */
+    int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
+    double      *r;          /* r(t, W) */
+    uint64_t     selected;   /* steps at which W was selected = counter steps */
+} wl_state;
+
+typedef struct marginal_release {
+    dp_marginal_config   cfg;
+    const dp_key        *key;
+    char                *stream_id;
+    size_t               stream_id_len;
+    const dp_mmodel_ops *mops;
+    /* plan */
+    uint32_t             group;
+    double               eps_sel;
+    dp_exp_mech          em;
+    dp_counter_config    ccfg;        /* each cell's counter */
+    dp_dlap              dlap;        /* mwem's per-step measurement noise */
+    dp_dgauss            dgauss;
+    double               noise_param; /* DLap scale b or DGauss σ² of one measurement */
+    double               noise_sd;    /* its standard deviation */
+    /* state */
+    uint64_t             done;
+    int                  exhausted;
+    dp_ledger            ledger;      /* the last released step's (per-step: see the header) */
+    dp_mmodel           *g;           /* g_{t-1} (select_measure_fit) */
+    dp_mmodel           *h, *avg, *fresh;
+    double              *G;           /* mwem: accumulated synthetic counts over the domain */
+    wl_state            *wl;
+    double               last_total;
+    uint64_t             last_rows;
+    /* scratch */
+    int64_t             *d;           /* W(∇f_t), all workloads' cells */
+    double              *base;        /* W(g_{t-1}) + W(∇f_t) */
+    double              *q;           /* one workload's W(h) */
+    double              *mvals;       /* K measurements, K × max cells */
+    int64_t             *util;
+    uint32_t            *cand;
+    uint32_t            *sel;
+    double              *sel_sd;
+    dp_mmeasure         *ms;
+    uint64_t             wmax;
+    char               (*sel_names)[2][24];
+    dp_kv               *debias;
+    uint64_t             next_id;
+    const dp_release_sink *sink;
+    int32_t             *row_buf;
+} marginal_release;
+
+static void wl_free(marginal_release *m)
+{
+    if (!m->wl)
+        return;
+    for (size_t i = 0; i < m->cfg.n_workloads; i++) {
+        wl_state *w = &m->wl[i];
+        if (w->cnt)
+            for (uint64_t c = 0; c < m->cfg.workloads[i].cells; c++)
+                dp_counter_destroy(w->cnt[c]);
+        free(w->cnt);
+        free(w->c_last);
+        free(w->r);
+    }
+    free(m->wl);
+    m->wl = NULL;
+}
+
+static void marginal_release_destroy(dp_release_half *rel)
+{
+    marginal_release *m = (marginal_release *)rel;
+    if (!m)
+        return;
+    wl_free(m);
+    if (m->mops) {
+        m->mops->destroy(m->g);
+        m->mops->destroy(m->h);
+        m->mops->destroy(m->avg);
+        m->mops->destroy(m->fresh);
+    }
+    dp_ledger_free(&m->ledger);
+    dp_marginal_config_free(&m->cfg);
+    free(m->stream_id);
+    free(m->G);
+    free(m->d);
+    free(m->base);
+    free(m->q);
+    free(m->mvals);
+    free(m->util);
+    free(m->cand);
+    free(m->sel);
+    free(m->sel_sd);
+    free(m->ms);
+    free(m->sel_names);
+    free(m->debias);
+    free(m->row_buf);
+    free(m);
+}
+
+static int new_step_ledger(marginal_release *m, char *errstr, size_t errstr_size)
+{
+    dp_ledger_free(&m->ledger);
+    return dp_ledger_init_exact(&m->ledger, m->cfg.model, m->cfg.budget,
+                                (uint64_t)m->cfg.selections << (UNIT_BITS + 1), errstr, errstr_size);
+}
+
+static int plan(marginal_release *m, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    m->group = dp_marginal_group(c);
+    double K = c->selections, g = m->group;
+    dp_privacy counter_budget;
+    if (c->model == DP_PRIVACY_PURE) {
+        m->eps_sel = c->budget / (2 * K * g);
+        counter_budget = (dp_privacy){DP_PRIVACY_PURE, c->budget / (2 * K * g)};
+    } else {
+        m->eps_sel = 2 * sqrt(c->budget / K) / g;
+        counter_budget = (dp_privacy){DP_PRIVACY_ZCDP, c->budget / (2 * K * g * g)};
+    }
+    int rc = dp_exp_mech_prepare(&m->em, m->eps_sel, ((uint64_t)1 << GRID_BITS) + 2, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    m->ccfg = (dp_counter_config){.kind = c->counter_kind, .horizon = c->horizon, .block = c->counter_block,
+                                  .buffers = c->counter_buffers, .budget = counter_budget};
+    /* One probe counter validates kind × budget × horizon now, not at step 1. */
+    dp_counter *probe = NULL;
+    dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
+    char why[256] = "";
+    if ((rc = dp_counter_create(&probe, &m->ccfg, &ns, why, sizeof why)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": counter: %s", why);
+    dp_counter_destroy(probe);
+    /* mwem's measurement: one step of a simple counter, drawn directly. */
+    dp_rational q;
+    if (c->model == DP_PRIVACY_PURE) {
+        m->noise_param = 1.0 / counter_budget.value;   /* DLap(Δ/ε_c), Δ = 1 */
+        if (dp_rational_from_double_up(m->noise_param, &q) != DP_OK ||
+            (rc = dp_dlap_prepare(&m->dlap, q, why, sizeof why)) != DP_OK)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": noise scale %g out of range: %s", m->noise_param, why);
+        m->noise_sd = sqrt(dp_dlap_variance(q));
+    } else {
+        m->noise_param = 1.0 / (2 * counter_budget.value);   /* σ² = Δ²/(2ρ_c) */
+        if (dp_rational_from_double_up(m->noise_param, &q) != DP_OK ||
+            (rc = dp_dgauss_prepare(&m->dgauss, q, why, sizeof why)) != DP_OK)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": noise variance %g out of range: %s", m->noise_param, why);
+        m->noise_sd = sqrt(dp_dgauss_variance(q));
+    }
+    m->noise_param = dp_rational_to_double(q);
+    /* The plan per step: K selections and K measurements, each 2^UNIT_BITS
+     * units of a budget of 2K·2^UNIT_BITS: exactly the budget. */
+    if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
+        return rc;
+    double planned = c->model == DP_PRIVACY_PURE ? g * K * (m->eps_sel + counter_budget.value)
+                                                 : g * g * K * (m->eps_sel * m->eps_sel / 8 + counter_budget.value);
+    return dp_ledger_check_plan(&m->ledger, (dp_privacy){c->model, planned}, errstr, errstr_size);
+}
+
+static int marginal_release_create(dp_release_half **out, const json_t *config, const dp_synth_env *env,
+                                   char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    marginal_release *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    int rc = dp_marginal_config_parse(&m->cfg, config, errstr, errstr_size);
+    if (rc != DP_OK) {
+        free(m);
+        return rc;
+    }
+    const dp_marginal_config *c = &m->cfg;
+    m->key = env->key;
+    m->stream_id_len = env->stream_id ? env->stream_id_len : 0;
+    if (!(m->stream_id = malloc(m->stream_id_len + 1)))
+        goto nomem;
+    if (m->stream_id_len)
+        memcpy(m->stream_id, env->stream_id, m->stream_id_len);
+    m->stream_id[m->stream_id_len] = '\0';
+    if (c->fit == DP_MARGINAL_FIT_PGM) {
+        rc = dp_err(errstr, errstr_size, DP_EINVAL,
+                    NAME ": fit \"pgm\" is not available in this build (domain of %.4g cells; \"mw\" takes up to 2^22)",
+                    c->domain_cells);
+        goto fail;
+    }
+    m->mops = &dp_mmodel_mw;
+    if ((rc = m->mops->create(&m->g, c, errstr, errstr_size)) != DP_OK ||
+        (rc = m->mops->create(&m->h, c, errstr, errstr_size)) != DP_OK ||
+        (rc = m->mops->create(&m->avg, c, errstr, errstr_size)) != DP_OK ||
+        (rc = m->mops->create(&m->fresh, c, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    m->wmax = 1;
+    for (size_t i = 0; i < c->n_workloads; i++)
+        if (c->workloads[i].cells > m->wmax)
+            m->wmax = c->workloads[i].cells;
+    size_t K = c->selections, nw = c->n_workloads;
+    m->wl = calloc(nw, sizeof *m->wl);
+    m->d = malloc(c->total_cells * sizeof *m->d);
+    m->base = malloc(c->total_cells * sizeof *m->base);
+    m->q = malloc(m->wmax * sizeof *m->q);
+    m->mvals = malloc(K * m->wmax * sizeof *m->mvals);
+    m->util = malloc(nw * sizeof *m->util);
+    m->cand = malloc(nw * sizeof *m->cand);
+    m->sel = malloc(K * sizeof *m->sel);
+    m->sel_sd = malloc(K * sizeof *m->sel_sd);
+    m->ms = malloc(K * sizeof *m->ms);
+    m->sel_names = malloc(K * sizeof *m->sel_names);
+    m->debias = malloc((8 + 2 * K) * sizeof *m->debias);
+    m->row_buf = malloc(c->n_attrs * sizeof *m->row_buf);
+    if (!m->wl || !m->d || !m->base || !m->q || !m->mvals || !m->util || !m->cand || !m->sel || !m->sel_sd ||
+        !m->ms || !m->sel_names || !m->debias || !m->row_buf)
+        goto nomem;
+    for (size_t i = 0; i < nw; i++)
+        if (!(m->wl[i].r = calloc(c->workloads[i].cells, sizeof *m->wl[i].r)))
+            goto nomem;
+    if (c->method == DP_MARGINAL_MWEM &&
+        !(m->G = calloc((size_t)c->domain_cells, sizeof *m->G)))
+        goto nomem;
+    for (size_t l = 0; l < K; l++) {
+        snprintf(m->sel_names[l][0], sizeof m->sel_names[l][0], "selected.%zu", l);
+        snprintf(m->sel_names[l][1], sizeof m->sel_names[l][1], "selected_sd.%zu", l);
+    }
+    if ((rc = plan(m, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    *out = (dp_release_half *)m;
+    return DP_OK;
+nomem:
+    rc = dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory");
+fail:
+    marginal_release_destroy((dp_release_half *)m);
+    return rc;
+}
+
+static int marginal_release_exhausted(const dp_release_half *rel)
+{
+    const marginal_release *m = (const marginal_release *)rel;
+    return m->exhausted;
+}
+
+static const dp_ledger *marginal_release_ledger(const dp_release_half *rel)
+{
+    return &((const marginal_release *)rel)->ledger;
+}
+
+static uint64_t marginal_next_step(const dp_release_half *rel)
+{
+    return ((const marginal_release *)rel)->done + 1;
+}
+
+/* The per-cell counters of workload i, created the first time it is selected. */
+static int ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size)
+{
+    wl_state *w = &m->wl[i];
+    if (w->cnt)
+        return DP_OK;
+    uint64_t cells = m->cfg.workloads[i].cells;
+    w->cnt = calloc(cells, sizeof *w->cnt);
+    w->c_last = calloc(cells, sizeof *w->c_last);
+    if (!w->cnt || !w->c_last)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory");
+    for (uint64_t c = 0; c < cells; c++) {
+        char label[48];
+        snprintf(label, sizeof label, NAME "/w%zu/c%llu", i, (unsigned long long)c);
+        dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, label};
+        int rc = dp_counter_create(&w->cnt[c], &m->ccfg, &ns, errstr, errstr_size);
+        if (rc != DP_OK)
+            return rc;
+    }
+    return DP_OK;
+}
+
+/* Per-cell standard deviation of workload i's counter output at its next step. */
+static double counter_sd_next(const marginal_release *m, size_t i)
+{
+    const wl_state *w = &m->wl[i];
+    uint64_t t = w->selected + 1;
+    if (w->cnt)
+        return sqrt(dp_counter_variance(w->cnt[0], t));
+    dp_counter *probe = NULL;
+    dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
+    double v = NAN;
+    if (dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0) == DP_OK)
+        v = dp_counter_variance(probe, t);
+    dp_counter_destroy(probe);
+    return sqrt(v);
+}
+
+/* Grid utility of workload i: Σ_c floor(|base_c − q_c|·S/|W|) − round(bias·S),
+ * S = 2^16·min|W| (the header derives ΔU = 2^16 + 2). */
+static int64_t grid_utility(const marginal_release *m, size_t i, const double *base, const double *q, double bias)
+{
+    const dp_marginal_workload *w = &m->cfg.workloads[i];
+    double per_cell = ldexp((double)m->cfg.min_cells / (double)w->cells, GRID_BITS);   /* <= 2^16 */
+    int64_t cap = (int64_t)(((uint64_t)1 << 60) / w->cells), sum = 0;
+    for (uint64_t c = 0; c < w->cells; c++) {
+        double t = floor(fabs(base[c] - q[c]) * per_cell);
+        sum += t >= (double)cap ? cap : (int64_t)t;
+    }
+    double b = bias * ldexp((double)m->cfg.min_cells, GRID_BITS);
+    b = b > 0x1.0p59 ? 0x1.0p59 : b > 0 ? b : 0;
+    return sum - (int64_t)llround(b);
+}
+
+static void step_drbg(const marginal_release *m, dp_drbg *g, uint64_t step, const char *what, size_t l)
+{
+    char label[48];
+    snprintf(label, sizeof label, NAME "/%s/%zu", what, l);
+    dp_drbg_init(g, m->key, m->stream_id, m->stream_id_len, step, label);
+}
+
+/* Select one unselected workload (exponential mechanism) against h; charges first. */
+static int select_workload(marginal_release *m, uint64_t step, size_t l, const double *base_or_d, int smf,
+                           size_t *chosen, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        int taken = 0;
+        for (size_t j = 0; j < l; j++)
+            taken |= m->sel[j] == i;
+        if (taken)
+            continue;
+        const dp_marginal_workload *w = &c->workloads[i];
+        int rc = m->mops->marginal(m->h, w, m->q);
+        if (rc != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": computing W(h)");
+        double bias = smf ? sqrt(2.0 / M_PI) * counter_sd_next(m, i) : 0;
+        m->cand[n] = (uint32_t)i;
+        m->util[n++] = grid_utility(m, i, base_or_d + w->offset, m->q, bias);
+    }
+    int rc = dp_ledger_spend_units(&m->ledger, step, NAME "/exponential", (uint64_t)1 << UNIT_BITS, errstr,
+                                   errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    dp_drbg g;
+    step_drbg(m, &g, step, "select", l);
+    size_t k = 0;
+    rc = dp_exp_mech_select(&m->em, &g, m->util, n, &k);
+    dp_drbg_wipe(&g);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": exponential mechanism: utility out of range");
+    *chosen = m->cand[k];
+    return DP_OK;
+}
+
+static const char *measure_mech(const marginal_release *m)
+{
+    return m->cfg.model == DP_PRIVACY_PURE ? NAME "/discrete_laplace" : NAME "/discrete_gaussian";
+}
+
+/* Alg. 3: the selected workload's counters take W_j(∇f_t); m = C_j(t) + r(t-1, j). */
+static int measure_counters(marginal_release *m, uint64_t step, size_t j, double *out, char *errstr,
+                            size_t errstr_size)
+{
+    const dp_marginal_workload *w = &m->cfg.workloads[j];
+    wl_state *s = &m->wl[j];
+    int rc = ensure_counters(m, j, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    for (uint64_t c = 0; c < w->cells; c++) {
+        if ((rc = dp_counter_add(s->cnt[c], m->d[w->offset + c], &s->c_last[c])) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": counter of workload %zu cell %llu: %s", j,
+                          (unsigned long long)c, dp_status_str(rc));
+        out[c] = (double)s->c_last[c] + s->r[c];
+    }
+    s->selected++;
+    return DP_OK;
+}
+
+/* Alg. 2: a fresh noisy measurement of W_j(∇f_t). */
+static int measure_fresh(marginal_release *m, uint64_t step, size_t l, size_t j, double *out, char *errstr,
+                         size_t errstr_size)
+{
+    const dp_marginal_workload *w = &m->cfg.workloads[j];
+    int rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    dp_drbg g;
+    step_drbg(m, &g, step, "measure", l);
+    for (uint64_t c = 0; c < w->cells; c++)
+        out[c] = (double)(m->d[w->offset + c] + (m->cfg.model == DP_PRIVACY_PURE ? dp_dlap_sample(&m->dlap, &g)
+                                                                                : dp_dgauss_sample(&m->dgauss, &g)));
+    dp_drbg_wipe(&g);
+    return DP_OK;
+}
+
+static double sum_of(const double *v, uint64_t n)
+{
+    double s = 0;
+    for (uint64_t i = 0; i < n; i++)
+        s += v[i];
+    return s;
+}
+
+static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    int rc;
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        const dp_marginal_workload *w = &c->workloads[i];
+        if ((rc = m->mops->marginal(m->g, w, m->base + w->offset)) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": computing W(g)");
+        for (uint64_t k = 0; k < w->cells; k++)
+            m->base[w->offset + k] += (double)m->d[w->offset + k];
+    }
+    m->mops->copy(m->h, m->g);
+    double totals = 0;
+    for (size_t l = 0; l < c->selections; l++) {
+        size_t j;
+        if ((rc = select_workload(m, step, l, m->base, 1, &j, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->sel[l] = (uint32_t)j;
+        m->sel_sd[l] = counter_sd_next(m, j);
+        double *vals = m->mvals + l * m->wmax;
+        if ((rc = measure_counters(m, step, j, vals, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / (m->sel_sd[l] > 0 ? m->sel_sd[l] : 1)};
+        totals += sum_of(vals, c->workloads[j].cells);
+        m->last_total = totals / (double)(l + 1);
+        if ((rc = m->mops->fit(m->h, m->ms, l + 1, m->last_total, c->fit_iterations)) != DP_OK ||
+            (rc = m->mops->average(m->avg, m->h, (uint32_t)(l + 1))) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": fit");
+    }
+    m->mops->copy(m->g, m->avg);
+    /* r(t, W) = W(g_t) − C_W(t) for the workloads not selected now. */
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        int taken = 0;
+        for (size_t l = 0; l < c->selections; l++)
+            taken |= m->sel[l] == i;
+        if (taken)
+            continue;
+        wl_state *s = &m->wl[i];
+        if ((rc = m->mops->marginal(m->g, &c->workloads[i], s->r)) != DP_OK)
+            return rc;
+        if (s->c_last)
+            for (uint64_t k = 0; k < c->workloads[i].cells; k++)
+                s->r[k] -= (double)s->c_last[k];
+    }
+    m->last_total = m->mops->total(m->g);
+    return DP_OK;
+}
+
+static int step_mwem(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    for (uint64_t k = 0; k < c->total_cells; k++)
+        m->base[k] = (double)m->d[k];
+    m->mops->copy(m->h, m->fresh);   /* h_{t,0}: empty (see the header) */
+    double totals = 0, sign = 1;
+    int rc;
+    for (size_t l = 0; l < c->selections; l++) {
+        size_t j;
+        if ((rc = select_workload(m, step, l, m->base, 0, &j, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->sel[l] = (uint32_t)j;
+        m->sel_sd[l] = m->noise_sd;
+        double *vals = m->mvals + l * m->wmax;
+        if ((rc = measure_fresh(m, step, l, j, vals, errstr, errstr_size)) != DP_OK)
+            return rc;
+        double t = sum_of(vals, c->workloads[j].cells);
+        if (l == 0)
+            sign = t < 0 ? -1 : 1;
+        if (sign < 0)
+            for (uint64_t k = 0; k < c->workloads[j].cells; k++)
+                vals[k] = -vals[k];
+        totals += sign * t;
+        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / m->noise_sd};
+        if ((rc = m->mops->fit(m->h, m->ms, l + 1, totals / (double)(l + 1), c->fit_iterations)) != DP_OK ||
+            (rc = m->mops->average(m->avg, m->h, (uint32_t)(l + 1))) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": fit");
+    }
+    /* g_t = g_{t-1} + mean_l h_{t,l}: the mean model's counts, added with its sign. */
+    uint64_t cells = (uint64_t)c->domain_cells;
+    /* the mw model's distribution × total, cell by cell */
+    double *counts = malloc(cells * sizeof *counts);
+    if (!counts)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    rc = dp_mmodel_mw_counts(m->avg, counts);
+    if (rc == DP_OK) {
+        double s = 0;
+        for (uint64_t x = 0; x < cells; x++) {
+            m->G[x] += sign * counts[x];
+            s += m->G[x] > 0 ? m->G[x] : 0;
+        }
+        m->last_total = s;
+    }
+    free(counts);
+    return rc;
+}
+
+static int emit_row(void *ctx, const int32_t *row)
+{
+    marginal_release *m = ctx;
+    memcpy(m->row_buf, row, m->cfg.n_attrs * sizeof *row);
+    dp_synth_record r = {.synthetic_id = m->next_id++,
+                         .value = {.kind = DP_PAYLOAD_ROW, .row = m->row_buf, .row_len = m->cfg.n_attrs}};
+    return m->sink->record ? m->sink->record(m->sink->ctx, &r) : 0;
+}
+
+static int emit_event(marginal_release *m, uint64_t step, uint64_t records, const dp_release_sink *sink)
+{
+    const dp_marginal_config *c = &m->cfg;
+    size_t n = 0;
+    dp_kv *kv = m->debias;
+    kv[n++] = (dp_kv){"noisy_total", m->last_total};
+    kv[n++] = (dp_kv){c->fit == DP_MARGINAL_FIT_MW ? "fit_mw" : "fit_pgm", 1};
+    kv[n++] = (dp_kv){c->method == DP_MARGINAL_SMF ? "method_select_measure_fit" : "method_mwem", 1};
+    kv[n++] = (dp_kv){"selection_epsilon", m->em.epsilon};
+    kv[n++] = (dp_kv){"workloads", (double)c->n_workloads};
+    for (size_t l = 0; l < c->selections && step > 0; l++) {
+        kv[n++] = (dp_kv){m->sel_names[l][0], (double)m->sel[l]};
+        kv[n++] = (dp_kv){m->sel_names[l][1], m->sel_sd[l]};
+    }
+    dp_release_manifest man = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .synthesizer = NAME,
+        .mode = DP_RELEASE_FULL,
+        .record_count = records,
+        .debias = kv,
+        .n_debias = n,
+    };
+    int rc = sink->manifest ? sink->manifest(sink->ctx, &man) : 0;
+    if (rc != 0)
+        return rc;
+    dp_kv noise[] = {{"selection_epsilon", m->em.epsilon},
+                     {c->model == DP_PRIVACY_PURE ? "measurement_scale" : "measurement_sigma2", m->noise_param},
+                     {"selections_per_step", (double)c->selections},
+                     {"group", (double)m->group}};
+    double sdmax = 0;
+    for (size_t l = 0; l < c->selections; l++)
+        sdmax = m->sel_sd[l] > sdmax ? m->sel_sd[l] : sdmax;
+    dp_kv acc[] = {{"selected_sd_max", sdmax}};
+    dp_budget_event e = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .status = m->exhausted ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
+        .mechanism = c->model == DP_PRIVACY_PURE ? NAME "/exponential+discrete_laplace"
+                                                 : NAME "/exponential+discrete_gaussian",
+        .unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
+                                     : "event-level: one row inserted or deleted at one step (parallel over steps)",
+        .neighbors = c->replace ? "replace" : "add_remove",
+        .public_inputs = "the configuration (attributes, workloads, budget, horizon, method, fit) and the step "
+                         "boundaries; the number of rows is protected",
+        .model = c->model,
+        .noise = noise,
+        .n_noise = sizeof noise / sizeof noise[0],
+        .accuracy = acc,
+        .n_accuracy = 1,
+        .delta = c->delta,
+    };
+    /* Per step, every row event's cost is the whole step's spend; rows of
+     * different steps are disjoint, so the stream total is the largest
+     * step's (the header): after any step, the budget. */
+    const dp_ledger *l = &m->ledger;
+    e.spent_step = l->spent;
+    e.spent_total = l->spent;
+    e.budget_total = l->budget;
+    e.spent_units_step = l->units_spent;
+    e.spent_units_total = l->units_spent;
+    e.budget_units = l->units_total;
+    dp_privacy_describe((dp_privacy){c->model, l->spent}, c->delta, &e.eps_simple, &e.eps_cks);
+    return sink->budget ? sink->budget(sink->ctx, &e) : 0;
+}
+
+static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_stats *st,
+                                 const dp_release_sink *sink, char *errstr, size_t errstr_size)
+{
+    marginal_release *m = (marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    if (m->exhausted)
+        return dp_err(errstr, errstr_size, DP_EHORIZON, NAME ": stream exhausted");
+    if (step != m->done + 1 || st->step != step || !st->sorted)
+        return dp_err(errstr, errstr_size, DP_ESTATE, NAME ": statistics for step %llu, expected %llu",
+                      (unsigned long long)st->step, (unsigned long long)(m->done + 1));
+    memset(m->d, 0, c->total_cells * sizeof *m->d);
+    for (size_t i = 0; i < st->n_cells; i++) {
+        if (st->keys[i] >= c->total_cells)
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": workload statistic out of range");
+        m->d[st->keys[i]] = st->counts[i];
+    }
+    int rc = new_step_ledger(m, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = c->method == DP_MARGINAL_SMF ? step_smf(m, step, errstr, errstr_size)
+                                          : step_mwem(m, step, errstr, errstr_size);
+    if (rc != DP_OK) {
+        m->exhausted = 1;   /* fail closed: a half-spent step is not continued */
+        return rc;
+    }
+    double t = m->last_total;
+    m->last_rows = t > 0 ? (uint64_t)llround(t < 1e12 ? t : 1e12) : 0;
+    m->next_id = 0;
+    m->sink = sink;
+    dp_drbg g;
+    step_drbg(m, &g, step, "rows", 0);
+    rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
+                                      : dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m);
+    dp_drbg_wipe(&g);
+    m->sink = NULL;
+    if (rc != 0)
+        return rc;
+    m->done = step;
+    if (step >= c->horizon)
+        m->exhausted = 1;
+    return emit_event(m, step, m->next_id, sink);
+}
+
+/* --- snapshots ------------------------------------------------------------------ */
+
+static int marginal_release_save(const dp_release_half *rel, dp_buf *b)
+{
+    const marginal_release *m = (const marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    dp_buf_put_u32(b, MARGINAL_REL_MAGIC);
+    dp_buf_put_u64(b, c->n_workloads);
+    dp_buf_put_u64(b, c->total_cells);
+    dp_buf_put_u64(b, c->horizon);
+    dp_buf_put_u32(b, c->selections);
+    dp_buf_put_u8(b, (uint8_t)c->method);
+    dp_buf_put_u8(b, (uint8_t)c->fit);
+    dp_buf_put_f64(b, m->em.epsilon);
+    dp_buf_put_f64(b, m->noise_param);
+    dp_buf_put_u64(b, m->done);
+    dp_buf_put_u8(b, (uint8_t)m->exhausted);
+    dp_buf_put_f64(b, m->last_total);
+    for (size_t l = 0; l < c->selections; l++) {
+        dp_buf_put_u32(b, m->sel[l]);
+        dp_buf_put_f64(b, m->sel_sd[l]);
+    }
+    int rc = dp_long_ledger_save(&m->ledger, b);
+    if (rc == DP_OK)
+        rc = m->mops->save(m->g, b);
+    if (rc != DP_OK)
+        return rc;
+    if (m->G)
+        for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
+            dp_buf_put_f64(b, m->G[x]);
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        const wl_state *w = &m->wl[i];
+        dp_buf_put_u64(b, w->selected);
+        dp_buf_put_u8(b, w->cnt != NULL);
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++)
+            dp_buf_put_f64(b, w->r[k]);
+        if (!w->cnt)
+            continue;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
+            dp_buf_put_i64(b, w->c_last[k]);
+            dp_buf cb;
+            dp_buf_init(&cb);
+            rc = dp_counter_snapshot(w->cnt[k], &cb);
+            if (rc == DP_OK)
+                dp_buf_put_blob(b, cb.data, cb.len);
+            dp_buf_free(&cb);
+            if (rc != DP_OK)
+                return rc;
+        }
+    }
+    return dp_buf_status(b);
+}
+
+static int marginal_release_load(dp_release_half *rel, dp_reader *r)
+{
+    marginal_release *m = (marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    if (dp_reader_u32(r) != MARGINAL_REL_MAGIC || dp_reader_u64(r) != c->n_workloads ||
+        dp_reader_u64(r) != c->total_cells || dp_reader_u64(r) != c->horizon ||
+        dp_reader_u32(r) != c->selections || dp_reader_u8(r) != (uint8_t)c->method ||
+        dp_reader_u8(r) != (uint8_t)c->fit || dp_reader_f64(r) != m->em.epsilon ||
+        dp_reader_f64(r) != m->noise_param)
+        return DP_ECORRUPT;
+    m->done = dp_reader_u64(r);
+    m->exhausted = dp_reader_u8(r) != 0;
+    m->last_total = dp_reader_f64(r);
+    if (dp_reader_status(r) != DP_OK || m->done > c->horizon || !isfinite(m->last_total))
+        return DP_ECORRUPT;
+    for (size_t l = 0; l < c->selections; l++) {
+        m->sel[l] = dp_reader_u32(r);
+        m->sel_sd[l] = dp_reader_f64(r);
+        if (m->sel[l] >= c->n_workloads && m->done > 0)
+            return DP_ECORRUPT;
+    }
+    int rc = dp_long_ledger_load(&m->ledger, r);
+    if (rc == DP_OK)
+        rc = m->mops->load(m->g, r);
+    if (rc != DP_OK)
+        return DP_ECORRUPT;
+    if (m->G)
+        for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
+            if (!isfinite(m->G[x] = dp_reader_f64(r)))
+                return DP_ECORRUPT;
+    char why[128];
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        wl_state *w = &m->wl[i];
+        w->selected = dp_reader_u64(r);
+        int has = dp_reader_u8(r);
+        if (dp_reader_status(r) != DP_OK || w->selected > m->done || has > 1 || (has != (w->selected > 0)))
+            return DP_ECORRUPT;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++)
+            if (!isfinite(w->r[k] = dp_reader_f64(r)))
+                return DP_ECORRUPT;
+        if (!has)
+            continue;
+        if ((rc = ensure_counters(m, i, why, sizeof why)) != DP_OK)
+            return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
+            w->c_last[k] = dp_reader_i64(r);
+            size_t len;
+            const uint8_t *p = dp_reader_blob(r, &len);
+            if (!p)
+                return DP_ECORRUPT;
+            dp_counter *cn = NULL;
+            if (dp_counter_restore_expect(&cn, p, len, m->key, &m->ccfg, why, sizeof why) != DP_OK)
+                return DP_ECORRUPT;
+            if (dp_counter_steps(cn) != w->selected) {
+                dp_counter_destroy(cn);
+                return DP_ECORRUPT;
+            }
+            dp_counter_destroy(w->cnt[k]);
+            w->cnt[k] = cn;
+        }
+    }
+    return dp_reader_status(r);
+}
+
+const dp_synth_ops dp_synth_ops_marginal = {
+    .name = NAME,
+    .ingest_create = dp_marginal_ingest_create,
+    .ingest_update = dp_marginal_ingest_update,
+    .ingest_close = dp_marginal_ingest_close,
+    .ingest_roster_complete = dp_marginal_ingest_roster_complete,
+    .ingest_save = dp_marginal_ingest_save,
+    .ingest_load = dp_marginal_ingest_load,
+    .ingest_destroy = dp_marginal_ingest_destroy,
+    .ingest_open_step = dp_marginal_ingest_open_step,
+    .release_create = marginal_release_create,
+    .release_step = marginal_release_step,
+    .release_exhausted = marginal_release_exhausted,
+    .release_save = marginal_release_save,
+    .release_load = marginal_release_load,
+    .release_destroy = marginal_release_destroy,
+    .release_ledger = marginal_release_ledger,
+    .release_next_step = marginal_next_step,
+};

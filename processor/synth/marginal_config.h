@@ -1,0 +1,92 @@
+/* marginal_config.h — the validated JSON configuration of `marginal`
+ * (seed 001, ALGORITHMS.md §5) and the workload geometry both halves use.
+ *
+ * Keys (unknown keys refused; every error names its JSON path):
+ *   attributes          [{"name": s, "categories": [label, …]}, …]  (required, 1..64)
+ *   workloads           "all_2way" (default) | "all_3way" | [["a", "b"], …] (1..3 names each)
+ *   horizon             T, the number of steps (required, 1..2^20)
+ *   epsilon | rho       the budget: pure ε-DP (discrete Laplace) or ρ-zCDP (discrete Gaussian)
+ *   selections_per_step K (default 1, at most the number of workloads)
+ *   counter             a counter kind name or {"kind", "block", "buffers"} (default "simple")
+ *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2)
+ *   fit                 "mw" | "pgm" | "auto" (default: mw when the domain has <= 2^22 cells)
+ *   fit_iterations      passes of the fit per selection (default 10)
+ *   max_rows_per_user   absent: event-level (one row inserted or deleted at one step);
+ *                       s >= 1: user-level for entities with at most s row events
+ *   neighbors           "add_remove" (default: one event more or less) | "replace"
+ *                       (one event's row changed)
+ *   delta               δ for the zCDP → (ε, δ) figures (default 1e-6)
+ *   max_model_cells     the pgm fit's junction-tree size limit (default 2^24) */
+#ifndef DP_MARGINAL_CONFIG_H
+#define DP_MARGINAL_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/accountant.h"
+#include "core/counter.h"
+
+#define DP_MARGINAL_MAX_ATTRS 64
+#define DP_MARGINAL_MAX_WAY 3
+#define DP_MARGINAL_MAX_CATEGORIES (1u << 20)
+#define DP_MARGINAL_MAX_HORIZON (1u << 20)
+#define DP_MARGINAL_MW_MAX_CELLS ((uint64_t)1 << 22)
+#define DP_MARGINAL_MAX_WORKLOAD_CELLS ((uint64_t)1 << 24)
+
+typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1 } dp_marginal_method;
+typedef enum dp_marginal_fit { DP_MARGINAL_FIT_MW = 0, DP_MARGINAL_FIT_PGM = 1 } dp_marginal_fit;
+
+/* One workload: the marginal on k attributes (ascending), its cells in
+ * row-major order with the first attribute most significant, and where its
+ * cells start in the stream's concatenation of all workloads' cells. */
+typedef struct dp_marginal_workload {
+    uint32_t k;
+    uint32_t attrs[DP_MARGINAL_MAX_WAY];
+    uint64_t cells;
+    uint64_t offset;
+} dp_marginal_workload;
+
+typedef struct dp_marginal_config {
+    uint32_t              n_attrs;
+    uint32_t              sizes[DP_MARGINAL_MAX_ATTRS];
+    char                 *names[DP_MARGINAL_MAX_ATTRS];
+    size_t                n_workloads;
+    dp_marginal_workload *workloads;
+    uint64_t              total_cells;    /* Σ cells over workloads */
+    uint64_t              min_cells;      /* min cells of a workload: Δu = 1/min_cells */
+    double                domain_cells;   /* Π sizes (may exceed 2^64: a double) */
+    uint64_t              horizon;
+    dp_privacy_model      model;
+    double                budget;         /* ε or ρ over the stream, per row (or user) */
+    uint32_t              selections;     /* K */
+    dp_counter_kind       counter_kind;
+    uint64_t              counter_block;
+    uint32_t              counter_buffers;
+    dp_marginal_method    method;
+    dp_marginal_fit       fit;
+    int                   fit_auto;
+    uint32_t              fit_iterations;
+    uint32_t              max_rows_per_user;   /* 0: event-level */
+    int                   replace;
+    double                delta;
+    uint64_t              max_model_cells;
+} dp_marginal_config;
+
+int  dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size);
+void dp_marginal_config_free(dp_marginal_config *c);
+
+/* Group size the budget is divided by: max_rows_per_user (1 if event-level),
+ * times 2 under replace neighbours (a changed row = one delete + one insert). */
+uint32_t dp_marginal_group(const dp_marginal_config *c);
+
+/* Cell of row (one index per attribute) in workload w. */
+static inline uint64_t dp_marginal_cell(const dp_marginal_config *c, const dp_marginal_workload *w,
+                                        const int32_t *row)
+{
+    uint64_t cell = 0;
+    for (uint32_t j = 0; j < w->k; j++)
+        cell = cell * c->sizes[w->attrs[j]] + (uint64_t)row[w->attrs[j]];
+    return cell;
+}
+
+#endif

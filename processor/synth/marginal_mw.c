@@ -1,0 +1,278 @@
+/* marginal_mw.c — the `mw` fit of `marginal`: multiplicative weights over
+ * the full domain (Hardt, Ligett, McSherry 2012; seed 001 §4.2.1), for
+ * domains of at most 2^22 cells (ALGORITHMS.md §5).
+ *
+ * The model is g = N·p: a total N and a distribution p > 0 with one weight
+ * per domain cell (mixed radix, attribute 0 most significant).  The fit is
+ * seed 001's update, applied to a whole workload at once (every cell of a
+ * workload is one marginal query; the workload's cells partition X):
+ *
+ *     p(x) ∝ p(x) · exp((m_c − W(g)_c) / (2N)),   c = the cell of x in W,
+ *
+ * cycling over the measured workloads `iterations` times, N the fit's
+ * target total.  Everything here is post-processing of charged outputs;
+ * doubles are fine, and all loops run in a fixed order (deterministic). */
+#include "synth/marginal.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Multiplicative steps are clamped to e^±30 per update: a noisy
+ * measurement against a tiny total must not overflow the weights. */
+#define MW_MAX_EXPONENT 30.0
+#define MW_MIN_WEIGHT 1e-280
+
+struct dp_mmodel {
+    const dp_marginal_config *cfg;
+    uint64_t cells;       /* |X| */
+    double   total;       /* N */
+    double  *p;           /* distribution over X */
+    double  *scratch;     /* a workload's cells */
+    uint64_t scratch_cap;
+};
+
+static uint64_t domain_cells(const dp_marginal_config *c) { return (uint64_t)c->domain_cells; }
+
+static int mw_create(dp_mmodel **out, const dp_marginal_config *c, char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    if (c->domain_cells > (double)DP_MARGINAL_MW_MAX_CELLS)
+        return dp_err(errstr, errstr_size, DP_ERANGE, "marginal: the mw fit needs a domain of at most 2^22 cells");
+    dp_mmodel *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    m->cfg = c;
+    m->cells = domain_cells(c);
+    uint64_t wmax = 1;
+    for (size_t i = 0; i < c->n_workloads; i++)
+        if (c->workloads[i].cells > wmax)
+            wmax = c->workloads[i].cells;
+    m->scratch_cap = wmax;
+    m->p = malloc(m->cells * sizeof *m->p);
+    m->scratch = malloc(wmax * sizeof *m->scratch);
+    if (!m->p || !m->scratch) {
+        free(m->p);
+        free(m->scratch);
+        free(m);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "marginal: out of memory for %llu domain weights",
+                      (unsigned long long)domain_cells(c));
+    }
+    /* g_0: seed 001 Alg. 2/3 line 3 start from the uniform distribution; the
+     * total starts at 0 (no rows before the first step). */
+    for (uint64_t x = 0; x < m->cells; x++)
+        m->p[x] = 1.0 / (double)m->cells;
+    *out = m;
+    return DP_OK;
+}
+
+static void mw_destroy(dp_mmodel *m)
+{
+    if (!m)
+        return;
+    free(m->p);
+    free(m->scratch);
+    free(m);
+}
+
+static int mw_copy(dp_mmodel *dst, const dp_mmodel *src)
+{
+    memcpy(dst->p, src->p, src->cells * sizeof *src->p);
+    dst->total = src->total;
+    return DP_OK;
+}
+
+static double mw_total(const dp_mmodel *m) { return m->total; }
+
+/* Odometer over the domain: cell of x in w for x = 0, 1, … without divisions. */
+typedef struct odometer {
+    const dp_marginal_config   *c;
+    const dp_marginal_workload *w;
+    uint32_t digit[DP_MARGINAL_MAX_ATTRS];
+    uint64_t mult[DP_MARGINAL_MAX_ATTRS];   /* weight of attribute a in w's cell index (0 if not in w) */
+    uint64_t cell;
+} odometer;
+
+static void odo_init(odometer *o, const dp_marginal_config *c, const dp_marginal_workload *w)
+{
+    memset(o, 0, sizeof *o);
+    o->c = c;
+    o->w = w;
+    uint64_t mul = 1;
+    for (uint32_t j = w->k; j-- > 0;) {
+        o->mult[w->attrs[j]] = mul;
+        mul *= c->sizes[w->attrs[j]];
+    }
+}
+
+static inline void odo_next(odometer *o)
+{
+    for (uint32_t a = o->c->n_attrs; a-- > 0;) {
+        if (++o->digit[a] < o->c->sizes[a]) {
+            o->cell += o->mult[a];
+            return;
+        }
+        o->cell -= o->mult[a] * (o->c->sizes[a] - 1);
+        o->digit[a] = 0;
+    }
+}
+
+void dp_marginal_dense_marginal(const dp_marginal_config *c, const double *counts, const dp_marginal_workload *w,
+                                double *out)
+{
+    memset(out, 0, w->cells * sizeof *out);
+    odometer o;
+    odo_init(&o, c, w);
+    uint64_t n = domain_cells(c);
+    for (uint64_t x = 0; x < n; x++, odo_next(&o))
+        out[o.cell] += counts[x];
+}
+
+static int mw_marginal(const dp_mmodel *m, const dp_marginal_workload *w, double *out)
+{
+    dp_marginal_dense_marginal(m->cfg, m->p, w, out);
+    for (uint64_t c = 0; c < w->cells; c++)
+        out[c] *= m->total;
+    return DP_OK;
+}
+
+static void normalize(dp_mmodel *m)
+{
+    double s = 0;
+    for (uint64_t x = 0; x < m->cells; x++)
+        s += m->p[x];
+    for (uint64_t x = 0; x < m->cells; x++) {
+        m->p[x] /= s;
+        if (m->p[x] < MW_MIN_WEIGHT)
+            m->p[x] = MW_MIN_WEIGHT;
+    }
+}
+
+static int mw_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, uint32_t iterations)
+{
+    m->total = total > 0 ? total : 0;
+    /* The step size uses at least one row: with N near 0 the update
+     * (m - q)/(2N) would be meaningless, and p stays a distribution. */
+    double scale = m->total > 1 ? m->total : 1;
+    for (uint32_t it = 0; it < iterations; it++)
+        for (size_t i = 0; i < n; i++) {
+            const dp_marginal_workload *w = ms[i].w;
+            double *q = m->scratch;
+            dp_marginal_dense_marginal(m->cfg, m->p, w, q);
+            for (uint64_t c = 0; c < w->cells; c++) {
+                double e = (ms[i].values[c] - q[c] * m->total) / (2.0 * scale);
+                q[c] = exp(e > MW_MAX_EXPONENT ? MW_MAX_EXPONENT : e < -MW_MAX_EXPONENT ? -MW_MAX_EXPONENT : e);
+            }
+            odometer o;
+            odo_init(&o, m->cfg, w);
+            for (uint64_t x = 0; x < m->cells; x++, odo_next(&o))
+                m->p[x] *= q[o.cell];
+            normalize(m);
+        }
+    return DP_OK;
+}
+
+static int mw_average(dp_mmodel *acc, const dp_mmodel *h, uint32_t l)
+{
+    if (l <= 1)
+        return mw_copy(acc, h);
+    double a = (double)(l - 1) / l, b = 1.0 / l;
+    double total = a * acc->total + b * h->total;
+    for (uint64_t x = 0; x < acc->cells; x++) {
+        /* the mean of the datasets N·p, renormalised; with no rows, the mean of the distributions */
+        acc->p[x] = total > 0 ? (a * acc->total * acc->p[x] + b * h->total * h->p[x]) / total
+                              : a * acc->p[x] + b * h->p[x];
+    }
+    acc->total = total;
+    normalize(acc);
+    return DP_OK;
+}
+
+int dp_marginal_rows_from_counts(const dp_marginal_config *c, const double *counts, uint64_t n, dp_drbg *g,
+                                 dp_mrow_fn emit, void *ctx)
+{
+    uint64_t cells = domain_cells(c);
+    double sum = 0;
+    for (uint64_t x = 0; x < cells; x++)
+        sum += counts[x] > 0 ? counts[x] : 0;
+    if (n == 0 || !(sum > 0))
+        return DP_OK;
+    double u = (double)(dp_drbg_u64(g) >> 11) * 0x1.0p-53, s = 0;
+    uint64_t emitted = 0;
+    int32_t row[DP_MARGINAL_MAX_ATTRS] = {0};
+    for (uint64_t x = 0; x < cells; x++) {
+        double prev = floor(s + u);
+        s += (counts[x] > 0 ? counts[x] : 0) * (double)n / sum;
+        uint64_t k = x + 1 == cells ? n - emitted : (uint64_t)(floor(s + u) - prev);
+        if (emitted + k > n)
+            k = n - emitted;
+        for (uint64_t j = 0; j < k; j++) {
+            int rc = emit(ctx, row);
+            if (rc != 0)
+                return rc;
+        }
+        emitted += k;
+        for (uint32_t a = c->n_attrs; a-- > 0;) {   /* row = digits of x + 1 */
+            if ((uint32_t)++row[a] < c->sizes[a])
+                break;
+            row[a] = 0;
+        }
+    }
+    return DP_OK;
+}
+
+static int mw_rows(const dp_mmodel *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx)
+{
+    return dp_marginal_rows_from_counts(m->cfg, m->p, n, g, emit, ctx);
+}
+
+int dp_mmodel_mw_counts(const dp_mmodel *m, double *out)
+{
+    for (uint64_t x = 0; x < m->cells; x++)
+        out[x] = m->total * m->p[x];
+    return DP_OK;
+}
+
+static int mw_save(const dp_mmodel *m, dp_buf *b)
+{
+    dp_buf_put_u64(b, m->cells);
+    dp_buf_put_f64(b, m->total);
+    for (uint64_t x = 0; x < m->cells; x++)
+        dp_buf_put_f64(b, m->p[x]);
+    return dp_buf_status(b);
+}
+
+static int mw_load(dp_mmodel *m, dp_reader *r)
+{
+    if (dp_reader_u64(r) != m->cells)
+        return DP_ECORRUPT;
+    m->total = dp_reader_f64(r);
+    if (!isfinite(m->total) || m->total < 0)
+        return DP_ECORRUPT;
+    double s = 0;
+    for (uint64_t x = 0; x < m->cells; x++) {
+        m->p[x] = dp_reader_f64(r);
+        if (!(m->p[x] > 0) || !isfinite(m->p[x]))
+            return DP_ECORRUPT;
+        s += m->p[x];
+    }
+    if (dp_reader_status(r) != DP_OK || fabs(s - 1.0) > 1e-6)
+        return DP_ECORRUPT;
+    return DP_OK;
+}
+
+const dp_mmodel_ops dp_mmodel_mw = {
+    .name = "mw",
+    .create = mw_create,
+    .destroy = mw_destroy,
+    .copy = mw_copy,
+    .total = mw_total,
+    .marginal = mw_marginal,
+    .fit = mw_fit,
+    .average = mw_average,
+    .rows = mw_rows,
+    .save = mw_save,
+    .load = mw_load,
+};
