@@ -9,7 +9,7 @@
 
 #include "codec/codec.h"
 #include "core/dp_error.h"
-#include "stream/bytes_map.h"
+#include "core/bytes_map.h"
 
 _Static_assert(DP_EXPORT_CHECKSUM_BYTES == DP_CODEC_CHECKSUM_BYTES, "checksum sizes differ");
 
@@ -147,7 +147,7 @@ typedef struct stream_state {
 } stream_state;
 
 struct dp_export_asm {
-    dp_bytes_map    streams;  /* id -> stream_state* (stream/bytes_map.h) */
+    dp_bytes_map    streams;  /* id -> stream_state* (core/bytes_map.h) */
     dp_export_stats stats;
 };
 

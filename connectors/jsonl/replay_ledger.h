@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "stream/bytes_map.h"
+#include "core/bytes_map.h"
 #include "synth/step_gate.h"
 
 typedef struct dp_replay_ledger {

@@ -31,7 +31,7 @@
 #include "connectors/jsonl/line_reader.h"
 #include "connectors/load/csv_reader.h"
 #include "core/dp_error.h"
-#include "stream/bytes_map.h"
+#include "core/bytes_map.h"
 
 #define LOAD_MAX_RECORD  (1u << 20)
 #define LOAD_FLUSH_AT    (1u << 16)
@@ -83,7 +83,7 @@ typedef struct stream_pos {
 } stream_pos;
 
 typedef struct stream_track {
-    dp_bytes_map index;  /* id -> stream_pos* (stream/bytes_map.h) */
+    dp_bytes_map index;  /* id -> stream_pos* (core/bytes_map.h) */
     stream_pos **v;      /* in order of first appearance: the order end-of-input markers go out in */
     size_t       n, cap;
     stream_pos  *last;   /* the previous row's stream (rows of one stream come in runs) */

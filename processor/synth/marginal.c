@@ -78,7 +78,6 @@
 
 #define MARGINAL_REL_MAGIC 0x4c45524du   /* "MREL" */
 #define UNIT_BITS 20                     /* ledger units per mechanism */
-#define GRID_BITS 16                     /* utility grid: S·Δu = 2^16 */
 #define NAME "marginal"
 
 typedef struct wl_state {
@@ -199,11 +198,12 @@ static int plan(marginal_release *m, char *errstr, size_t errstr_size)
         m->eps_sel = 2 * sqrt(c->budget / K) / g;
         counter_budget = (dp_privacy){DP_PRIVACY_ZCDP, c->budget / (2 * K * g * g)};
     }
-    int rc = dp_exp_mech_prepare(&m->em, m->eps_sel, ((uint64_t)1 << GRID_BITS) + 2, errstr, errstr_size);
+    int rc = dp_exp_mech_prepare(&m->em, m->eps_sel, DP_MARGINAL_UTILITY_DELTA, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     m->ccfg = (dp_counter_config){.kind = c->counter_kind, .horizon = c->horizon, .block = c->counter_block,
-                                  .buffers = c->counter_buffers, .budget = counter_budget};
+                                  .buffers = c->counter_buffers, .budget = counter_budget,
+                                  .neighbor_entries = 1, .max_abs_change = 1};
     /* One probe counter validates kind × budget × horizon now, not at step 1. */
     dp_counter *probe = NULL;
     dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
@@ -366,16 +366,17 @@ static double counter_sd_next(const marginal_release *m, size_t i)
 
 /* Grid utility of workload i: Σ_c floor(|base_c − q_c|·S/|W|) − round(bias·S),
  * S = 2^16·min|W| (the header derives ΔU = 2^16 + 2). */
-static int64_t grid_utility(const marginal_release *m, size_t i, const double *base, const double *q, double bias)
+int64_t dp_marginal_grid_utility(const dp_marginal_config *c, size_t i, const double *base, const double *q,
+                                 double bias)
 {
-    const dp_marginal_workload *w = &m->cfg.workloads[i];
-    double per_cell = ldexp((double)m->cfg.min_cells / (double)w->cells, GRID_BITS);   /* <= 2^16 */
+    const dp_marginal_workload *w = &c->workloads[i];
+    double per_cell = ldexp((double)c->min_cells / (double)w->cells, DP_MARGINAL_GRID_BITS);   /* <= 2^16 */
     int64_t cap = (int64_t)(((uint64_t)1 << 60) / w->cells), sum = 0;
-    for (uint64_t c = 0; c < w->cells; c++) {
-        double t = floor(fabs(base[c] - q[c]) * per_cell);
+    for (uint64_t k = 0; k < w->cells; k++) {
+        double t = floor(fabs(base[k] - q[k]) * per_cell);
         sum += t >= (double)cap ? cap : (int64_t)t;
     }
-    double b = bias * ldexp((double)m->cfg.min_cells, GRID_BITS);
+    double b = bias * ldexp((double)c->min_cells, DP_MARGINAL_GRID_BITS);
     b = b > 0x1.0p59 ? 0x1.0p59 : b > 0 ? b : 0;
     return sum - (int64_t)llround(b);
 }
@@ -405,7 +406,7 @@ static int select_workload(marginal_release *m, uint64_t step, size_t l, const d
             return dp_err(errstr, errstr_size, rc, NAME ": computing W(h)");
         double bias = smf ? sqrt(2.0 / M_PI) * counter_sd_next(m, i) : 0;
         m->cand[n] = (uint32_t)i;
-        m->util[n++] = grid_utility(m, i, base_or_d + w->offset, m->q, bias);
+        m->util[n++] = dp_marginal_grid_utility(c, i, base_or_d + w->offset, m->q, bias);
     }
     int rc = dp_ledger_spend_units(&m->ledger, step, NAME "/exponential", (uint64_t)1 << UNIT_BITS, errstr,
                                    errstr_size);
@@ -792,7 +793,7 @@ static int marginal_release_load(dp_release_half *rel, dp_reader *r)
             if (!p)
                 return DP_ECORRUPT;
             dp_counter *cn = NULL;
-            if (dp_counter_restore_expect(&cn, p, len, m->key, &m->ccfg, why, sizeof why) != DP_OK)
+            if (dp_counter_restore_expect(&cn, p, len, m->key, dp_counter_config_of(w->cnt[k]), why, sizeof why) != DP_OK)
                 return DP_ECORRUPT;
             if (dp_counter_steps(cn) != w->selected) {
                 dp_counter_destroy(cn);

@@ -74,6 +74,15 @@ int dp_mmodel_mw_counts(const dp_mmodel *m, double *out);
 int dp_marginal_rows_from_counts(const dp_marginal_config *c, const double *counts, uint64_t n, dp_drbg *g,
                                  dp_mrow_fn emit, void *ctx);
 
+/* The selection utility of workload i on the exponential mechanism's
+ * fixed-point grid: Σ_c floor(|base_c − q_c|·S/|W|) − round(bias·S) with
+ * S = 2^16·min|W|; one row changes it by at most DP_MARGINAL_UTILITY_DELTA
+ * (marginal.c derives it). */
+#define DP_MARGINAL_GRID_BITS 16
+#define DP_MARGINAL_UTILITY_DELTA (((uint64_t)1 << DP_MARGINAL_GRID_BITS) + 2)
+int64_t dp_marginal_grid_utility(const dp_marginal_config *c, size_t i, const double *base, const double *q,
+                                 double bias);
+
 /* W(counts) for a dense vector over the domain. */
 void dp_marginal_dense_marginal(const dp_marginal_config *c, const double *counts, const dp_marginal_workload *w,
                                 double *out);

@@ -1,0 +1,484 @@
+/* test_marginal.c — `marginal` (seed 001 Alg. 3 and the StreamingMWEM
+ * baseline) through the synth.h interface: config errors name their JSON
+ * path; the selection utility's sensitivity is the derived ΔU (and the bound
+ * is tight); the ledger spends exactly the budget per step and stops at the
+ * horizon; replays are byte-identical, a snapshot/restore continues
+ * byte-identically, another key changes the release; bad rows are rejected
+ * with their reason and change nothing; deletes match (entity, row); the
+ * fit reduces the measured workloads' error; a delete-heavy stream's
+ * synthetic size follows the true size; entity-sharded ingest merged equals
+ * the single-shard bundle byte for byte. */
+#include "dptest.h"
+#include "synth_testkit.h"
+
+#include "synth/marginal.h"
+
+#include <math.h>
+
+static const char *CFG3 =
+    "{\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\",\"2\"]},"
+    "                  {\"name\": \"b\", \"categories\": [\"x\",\"y\"]},"
+    "                  {\"name\": \"c\", \"categories\": [\"p\",\"q\",\"r\",\"s\"]}],"
+    " \"horizon\": %d, \"%s\": %g, \"selections_per_step\": %d%s}";
+
+static json_t *cfg_of(int T, const char *budget, double value, int K, const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text, CFG3, T, budget, value, K, extra ? extra : "");
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    return j;
+}
+
+static int create(dp_synth **s, json_t *cfg, uint8_t key_variant, dp_key *key, char *err, size_t errsz)
+{
+    dptest_key(key, key_variant);
+    dp_synth_env env = {key, "m/1", 3};
+    return dp_synth_create(s, "marginal", cfg, &env, err, errsz);
+}
+
+static dp_update row_update(uint64_t step, dp_update_kind kind, const int32_t *row, size_t n, const char *entity)
+{
+    dp_update u = {.stream_id = "m/1", .stream_id_len = 3, .step = step, .kind = kind,
+                   .entity_id = entity, .entity_id_len = entity ? strlen(entity) : 0,
+                   .payload = {.kind = DP_PAYLOAD_ROW, .row = row, .row_len = n}};
+    return u;
+}
+
+/* A skewed, correlated row: c follows a, b is a coin biased by a. */
+static void make_row(uint64_t i, int32_t *r)
+{
+    uint64_t h = i * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    r[0] = (int32_t)(h % 5 < 3 ? 0 : h % 5 < 4 ? 1 : 2);
+    r[1] = (int32_t)((h >> 8) % 4 < (uint64_t)(1 + r[0]) ? 1 : 0);
+    r[2] = (int32_t)(((h >> 16) % 4 == 0) ? (h >> 20) % 4 : (uint64_t)r[0]);
+}
+
+/* Run T steps of `per_step` inserts (and deletes of the oldest `del` live rows). */
+static void run(dp_synth *s, tk_sink *sink, int from, int T, int per_step, int del, uint64_t *next, uint64_t *oldest)
+{
+    dp_release_sink rs = tk_sink_of(sink);
+    char err[256];
+    int32_t r[3];
+    for (int t = from; t <= T; t++) {
+        for (int i = 0; i < per_step; i++) {
+            make_row((*next)++, r);
+            dp_update u = row_update((uint64_t)t, DP_UPDATE_INSERT, r, 3, NULL);
+            dp_reject_reason why;
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+            CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+        }
+        for (int i = 0; i < del; i++) {
+            make_row((*oldest)++, r);
+            dp_update u = row_update((uint64_t)t, DP_UPDATE_DELETE, r, 3, NULL);
+            dp_reject_reason why;
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+            CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_OK);
+    }
+}
+
+static void expect_refused(const char *text, const char *needle)
+{
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    dp_synth *s = NULL;
+    dp_key key;
+    char err[512] = "";
+    int rc = create(&s, j, 1, &key, err, sizeof err);
+    CU_ASSERT_NOT_EQUAL(rc, DP_OK);
+    if (!strstr(err, needle))
+        printf("\n    error \"%s\" does not name \"%s\"", err, needle);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+static void test_config_errors(void)
+{
+    const char *A = "\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\"]}, {\"name\": \"b\", \"categories\": [\"0\",\"1\"]}]";
+    char t[1024];
+    snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"colour\": 1}", A);
+    expect_refused(t, "\"colour\"");
+    snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"rho\": 1}", A);
+    expect_refused(t, "exactly one of");
+    snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"workloads\": [[\"a\", \"zz\"]]}", A);
+    expect_refused(t, "workloads[0][1]");
+    snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"workloads\": [[\"a\", \"a\"]]}", A);
+    expect_refused(t, "twice");
+    snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"selections_per_step\": 2}", A);
+    expect_refused(t, "selections_per_step");   /* one 2-way workload only */
+    snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"counter\": \"nope\"}", A);
+    expect_refused(t, "nope");
+    expect_refused("{\"attributes\": [{\"name\": \"a\", \"categories\": \"x\"}], \"horizon\": 4, \"epsilon\": 1}",
+                   "attributes[0].categories");
+    /* 2^24 cells with mw asked explicitly */
+    expect_refused("{\"attributes\": [{\"name\": \"a\", \"categories\": [" 
+                   "\"0\",\"1\"]}], \"horizon\": 4, \"epsilon\": 1, \"workloads\": \"all_3way\"}", "at least 3");
+}
+
+/* ΔU: random neighbouring bases (one cell ±1), utility moves by at most ΔU, and
+ * by nearly that much when the moved cell dominates (the bound is tight). */
+static void test_utility_sensitivity(void)
+{
+    json_t *j = cfg_of(4, "epsilon", 1, 1, NULL);
+    dp_marginal_config c;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
+    dp_key key;
+    dptest_key(&key, 3);
+    dp_drbg g;
+    dp_drbg_init(&g, &key, "s", 1, 1, "test/util");
+    double base[64], nb[64], q[64];
+    int64_t worst = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t i = (size_t)dp_drbg_uniform(&g, c.n_workloads);
+        const dp_marginal_workload *w = &c.workloads[i];
+        for (uint64_t k = 0; k < w->cells; k++) {
+            base[k] = (double)dp_drbg_uniform(&g, 1000000) / 7.0;
+            q[k] = (double)dp_drbg_uniform(&g, 1000000) / 3.0;
+        }
+        memcpy(nb, base, sizeof base);
+        nb[dp_drbg_uniform(&g, w->cells)] += dp_drbg_bit(&g) ? 1 : -1;
+        int64_t d = llabs(dp_marginal_grid_utility(&c, i, base, q, 2.5) - dp_marginal_grid_utility(&c, i, nb, q, 2.5));
+        CU_ASSERT(d <= (int64_t)DP_MARGINAL_UTILITY_DELTA);
+        if (w->cells == c.min_cells && d > worst)
+            worst = d;
+    }
+    CU_ASSERT(worst >= (int64_t)DP_MARGINAL_UTILITY_DELTA - 3);
+    dp_marginal_config_free(&c);
+    json_decref(j);
+}
+
+static void test_ledger_and_horizon(void)
+{
+    const char *models[2] = {"epsilon", "rho"};
+    for (int mi = 0; mi < 2; mi++) {
+        json_t *j = cfg_of(5, models[mi], 1.5, 2, NULL);
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
+        tk_sink k;
+        tk_sink_init(&k);
+        uint64_t next = 0, oldest = 0;
+        for (int t = 1; t <= 5; t++) {
+            run(s, &k, t, t, 100, 0, &next, &oldest);
+            CU_ASSERT_EQUAL(k.b_step, (uint64_t)t);
+            CU_ASSERT_EQUAL(k.b_spent_step, 1.5);      /* exactly the budget, every step */
+            CU_ASSERT_EQUAL(k.b_spent_total, 1.5);     /* parallel over steps: the max */
+            CU_ASSERT_EQUAL(k.b_budget_total, 1.5);
+            CU_ASSERT_EQUAL(k.b_status, t == 5 ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE);
+            const dp_ledger *l = dp_synth_ledger(s);
+            CU_ASSERT_EQUAL(l->n_entries, 4);          /* K selections + K measurements */
+            CU_ASSERT_EQUAL(l->units_spent, l->units_total);
+            CU_ASSERT_EQUAL(k.m_records, k.records - (k.records - k.m_records));
+        }
+        CU_ASSERT(dp_synth_exhausted(s));
+        dp_release_sink rs = tk_sink_of(&k);
+        CU_ASSERT_EQUAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_EHORIZON);
+        int32_t r[3] = {0, 0, 0};
+        dp_update u = row_update(6, DP_UPDATE_INSERT, r, 3, NULL);
+        dp_reject_reason why;
+        CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+        CU_ASSERT_EQUAL(why, DP_REJECT_EXHAUSTED);
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+        json_decref(j);
+    }
+}
+
+static void run_bytes(const char *extra, uint8_t key_variant, int T, int restore_at, dp_buf *out)
+{
+    json_t *j = cfg_of(T, "epsilon", 2, 2, extra);
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create(&s, j, key_variant, &key, err, sizeof err), DP_OK);
+    tk_sink k;
+    tk_sink_init(&k);
+    uint64_t next = 0, oldest = 0;
+    if (restore_at) {
+        run(s, &k, 1, restore_at, 150, 20, &next, &oldest);
+        dp_buf snap;
+        dp_buf_init(&snap);
+        CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
+        dp_synth_destroy(s);
+        dp_synth_env env = {&key, "m/1", 3};
+        int rrc = dp_synth_restore(&s, "marginal", j, &env, snap.data, snap.len, err, sizeof err);
+        if (rrc != DP_OK)
+            printf("\n    restore: %s", err);
+        CU_ASSERT_EQUAL_FATAL(rrc, DP_OK);
+        /* a damaged snapshot is refused */
+        snap.data[snap.len / 2] ^= 0x40;
+        dp_synth *bad = NULL;
+        int rc = dp_synth_restore(&bad, "marginal", j, &env, snap.data, snap.len, err, sizeof err);
+        if (rc == DP_OK) {   /* a flipped bit inside a double may still parse: then it must differ */
+            dp_buf a, b;
+            dp_buf_init(&a);
+            dp_buf_init(&b);
+            dp_synth_snapshot(s, &a);
+            dp_synth_snapshot(bad, &b);
+            CU_ASSERT(a.len != b.len || memcmp(a.data, b.data, a.len) != 0);
+            dp_buf_free(&a);
+            dp_buf_free(&b);
+        }
+        dp_synth_destroy(bad);
+        dp_buf_free(&snap);
+    }
+    run(s, &k, restore_at + 1, T, 150, 20, &next, &oldest);
+    dp_buf_put_bytes(out, k.out.data, k.out.len);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+static void test_determinism_and_restore(void)
+{
+    const char *methods[2] = {NULL, ", \"method\": \"mwem\""};
+    for (int mi = 0; mi < 2; mi++) {
+        dp_buf a, b, c, d;
+        dp_buf_init(&a);
+        dp_buf_init(&b);
+        dp_buf_init(&c);
+        dp_buf_init(&d);
+        run_bytes(methods[mi], 1, 6, 0, &a);
+        run_bytes(methods[mi], 1, 6, 0, &b);
+        run_bytes(methods[mi], 1, 6, 3, &c);
+        run_bytes(methods[mi], 2, 6, 0, &d);
+        CU_ASSERT(a.len > 1000);
+        CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+        /* snapshot after step 3, restore, steps 4..6: the same bytes as the uninterrupted run */
+        CU_ASSERT(c.len == a.len && memcmp(a.data, c.data, a.len) == 0);
+        CU_ASSERT(a.len != d.len || memcmp(a.data, d.data, a.len) != 0);
+        dp_buf_free(&a);
+        dp_buf_free(&b);
+        dp_buf_free(&c);
+        dp_buf_free(&d);
+    }
+}
+
+static void test_bad_input(void)
+{
+    json_t *j = cfg_of(4, "epsilon", 1, 1, NULL);
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
+    dp_buf before, after;
+    dp_buf_init(&before);
+    dp_buf_init(&after);
+    int32_t ok[3] = {1, 1, 3}, wide[4] = {0, 0, 0, 0}, out[3] = {3, 0, 0}, neg[3] = {0, -1, 0}, absent[3] = {2, 0, 1};
+    dp_update ins = row_update(1, DP_UPDATE_INSERT, ok, 3, "alice");
+    dp_reject_reason why;
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &ins, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &before), DP_OK);
+    struct { dp_update u; dp_reject_reason want; } cases[] = {
+        {row_update(1, DP_UPDATE_INSERT, wide, 4, NULL), DP_REJECT_OUT_OF_DOMAIN},
+        {row_update(1, DP_UPDATE_INSERT, wide, 2, NULL), DP_REJECT_OUT_OF_DOMAIN},
+        {row_update(1, DP_UPDATE_INSERT, out, 3, NULL), DP_REJECT_OUT_OF_DOMAIN},
+        {row_update(1, DP_UPDATE_DELETE, neg, 3, NULL), DP_REJECT_OUT_OF_DOMAIN},
+        {row_update(1, DP_UPDATE_DELETE, absent, 3, NULL), DP_REJECT_NOT_PRESENT},
+        {row_update(1, DP_UPDATE_DELETE, ok, 3, "bob"), DP_REJECT_NOT_PRESENT},    /* alice's row, not bob's */
+        {row_update(1, DP_UPDATE_DELETE, ok, 3, NULL), DP_REJECT_NOT_PRESENT},
+        {row_update(1, DP_UPDATE_REPORT, ok, 3, "alice"), DP_REJECT_WRONG_KIND},
+        {row_update(2, DP_UPDATE_INSERT, ok, 3, NULL), DP_REJECT_FUTURE_STEP},
+    };
+    cases[7].u.payload.kind = DP_PAYLOAD_ROW;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CU_ASSERT_EQUAL(dp_synth_ingest(s, &cases[i].u, &why), DP_OK);
+        if (why != cases[i].want)
+            printf("\n    case %zu: %s, want %s", i, dp_reject_reason_name(why), dp_reject_reason_name(cases[i].want));
+        CU_ASSERT_EQUAL(why, cases[i].want);
+    }
+    dp_update cat = row_update(1, DP_UPDATE_INSERT, NULL, 0, NULL);
+    cat.payload = (dp_payload){.kind = DP_PAYLOAD_CATEGORY, .category = 1};
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &cat, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_WRONG_KIND);
+    /* rejected updates changed nothing */
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &after), DP_OK);
+    CU_ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
+    /* alice deletes her own row: used; a second delete: NOT_PRESENT */
+    dp_update del = row_update(1, DP_UPDATE_DELETE, ok, 3, "alice");
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &del, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &del, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_NOT_PRESENT);
+    dp_buf_free(&before);
+    dp_buf_free(&after);
+    dp_synth_destroy(s);
+    json_decref(j);
+
+    /* user-level: entity required, at most max_rows_per_user events each */
+    j = cfg_of(4, "epsilon", 1, 1, ", \"max_rows_per_user\": 2");
+    CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
+    dp_update anon = row_update(1, DP_UPDATE_INSERT, ok, 3, NULL);
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &anon, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_USER_LIMIT);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(dp_synth_ingest(s, &ins, &why), DP_OK);
+        CU_ASSERT_EQUAL(why, i < 2 ? DP_REJECT_NONE : DP_REJECT_USER_LIMIT);
+    }
+    tk_sink k;
+    tk_sink_init(&k);
+    dp_release_sink rs = tk_sink_of(&k);
+    CU_ASSERT_EQUAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(tk_kv(k.b_noise, k.b_noise_keys, k.b_n_noise, "group"), 2);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+/* The mw fit pulls the model's workload marginals towards the measurements. */
+static void test_fit_reduces_error(void)
+{
+    json_t *j = cfg_of(4, "epsilon", 1, 1, NULL);
+    dp_marginal_config c;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
+    dp_mmodel *m;
+    CU_ASSERT_EQUAL_FATAL(dp_mmodel_mw.create(&m, &c, err, sizeof err), DP_OK);
+    /* measurements: the exact marginals of 1000 skewed rows, plus ±3 */
+    double dense[24] = {0}, meas[3][12], q[12];
+    int32_t r[3];
+    for (uint64_t i = 0; i < 1000; i++) {
+        make_row(i, r);
+        dense[(r[0] * 2 + r[1]) * 4 + r[2]]++;
+    }
+    dp_mmeasure ms[3];
+    for (size_t w = 0; w < 3; w++) {
+        dp_marginal_dense_marginal(&c, dense, &c.workloads[w], meas[w]);
+        for (uint64_t k = 0; k < c.workloads[w].cells; k++)
+            meas[w][k] += (k % 2 ? 3 : -3);
+        ms[w] = (dp_mmeasure){&c.workloads[w], meas[w], 1};
+    }
+    double before = 0, after = 0;
+    for (size_t w = 0; w < 3; w++) {
+        dp_mmodel_mw.fit(m, ms, 0, 1000, 1);   /* total only */
+        dp_mmodel_mw.marginal(m, &c.workloads[w], q);
+        for (uint64_t k = 0; k < c.workloads[w].cells; k++)
+            before += fabs(q[k] - meas[w][k]);
+    }
+    CU_ASSERT_EQUAL(dp_mmodel_mw.fit(m, ms, 3, 1000, 30), DP_OK);
+    for (size_t w = 0; w < 3; w++) {
+        dp_mmodel_mw.marginal(m, &c.workloads[w], q);
+        for (uint64_t k = 0; k < c.workloads[w].cells; k++)
+            after += fabs(q[k] - meas[w][k]);
+    }
+    printf("\n    measured-workload L1 error: %.1f before the fit, %.1f after", before, after);
+    CU_ASSERT(after < 0.25 * before);
+    CU_ASSERT(fabs(dp_mmodel_mw.total(m) - 1000) < 1e-9);
+    dp_mmodel_mw.destroy(m);
+    dp_marginal_config_free(&c);
+    json_decref(j);
+}
+
+/* Net shrinking stream: 100 in, 300 out per step after a 3000-row start.
+ * The released row count is the rounded noisy total; its error is a sum of
+ * per-cell counter noises (each DLap with b = 2K/ε): bound it at 8 sd. */
+static void test_delete_heavy(void)
+{
+    for (int mi = 0; mi < 2; mi++) {
+        json_t *j = cfg_of(10, "epsilon", 4, 1, mi ? ", \"method\": \"mwem\"" : NULL);
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create(&s, j, 5, &key, err, sizeof err), DP_OK);
+        tk_sink k;
+        tk_sink_init(&k);
+        uint64_t next = 0, oldest = 0;
+        run(s, &k, 1, 1, 3000, 0, &next, &oldest);
+        for (int t = 2; t <= 10; t++) {
+            uint64_t before = k.records;
+            run(s, &k, t, t, 100, 300, &next, &oldest);
+            double truth = (double)(next - oldest), got = (double)(k.records - before);
+            /* per step: ≤ 24 cells' noise (sd sqrt(2)·b each, b = 2K/ε = 0.5) summed over ≤ t steps */
+            double sd = sqrt(24.0 * t) * sqrt(2.0) * 0.5;
+            if (fabs(got - truth) > 8 * sd + 2)
+                printf("\n    %s step %d: %g synthetic rows for %g true", mi ? "mwem" : "smf", t, got, truth);
+            CU_ASSERT(fabs(got - truth) <= 8 * sd + 2);
+        }
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+        json_decref(j);
+    }
+}
+
+static int shard_of(const char *e) { return (e[0] + e[strlen(e) - 1]) % 3; }
+
+static void test_shards_merge(void)
+{
+    json_t *j = cfg_of(4, "epsilon", 2, 2, NULL);
+    dp_key key;
+    dptest_key(&key, 8);
+    dp_synth_env env = {&key, "m/1", 3};
+    char err[256], id[32];
+    int32_t r[3];
+    dp_reject_reason why;
+    dp_synth *s;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "marginal", j, &env, err, sizeof err), DP_OK);
+    tk_sink a, b;
+    tk_sink_init(&a);
+    tk_sink_init(&b);
+    dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
+    const dp_synth_ops *ops = dp_synth_ops_find("marginal");
+    dp_ingest_half *in[3];
+    dp_release_half *rel;
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], j, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, j, &env, err, sizeof err), DP_OK);
+    dp_stats part, merged;
+    dp_stats_init(&part, 1);
+    dp_stats_init(&merged, 1);
+    for (int t = 1; t <= 4; t++) {
+        for (int i = 0; i < 400; i++) {
+            snprintf(id, sizeof id, "user-%d", i % 97);
+            make_row((uint64_t)(t * 1000 + i), r);
+            dp_update u = row_update((uint64_t)t, DP_UPDATE_INSERT, r, 3, id);
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+            CU_ASSERT_EQUAL(ops->ingest_update(in[shard_of(id)], &u, &why), DP_OK);
+            CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
+        dp_stats_clear(&merged, (uint64_t)t);
+        for (int i = 2; i >= 0; i--) {
+            dp_stats_clear(&part, (uint64_t)t);
+            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
+            CU_ASSERT(part.n_cells > 0);
+            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
+    }
+    CU_ASSERT(a.records > 1000);
+    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
+    for (int i = 0; i < 3; i++)
+        ops->ingest_destroy(in[i]);
+    ops->release_destroy(rel);
+    dp_stats_free(&part);
+    dp_stats_free(&merged);
+    tk_sink_free(&a);
+    tk_sink_free(&b);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+int main(void)
+{
+    static const dptest_case cases[] = {
+        {"config errors name their JSON path", test_config_errors},
+        {"utility sensitivity is the derived dU, and tight", test_utility_sensitivity},
+        {"ledger: the budget per step, exhausted at the horizon (pure and zCDP)", test_ledger_and_horizon},
+        {"replay byte-identical, restore continues byte-identically, key matters", test_determinism_and_restore},
+        {"bad rows rejected with their reason, changing nothing; deletes match (entity, row)", test_bad_input},
+        {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
+        {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},
+        {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
+        {NULL, NULL},
+    };
+    return dptest_run("marginal", cases);
+}
