@@ -36,7 +36,11 @@ write_config() {   # $1 = output prefix
    {"prefix": "win/", "synthesizer": "window",
     "config": {"horizon": 8, "k": 3, "categories": 3, "rho": 0.5}},
    {"prefix": "cum/", "synthesizer": "cumulative",
-    "config": {"horizon": 8, "rho": 0.5, "counter": "tree"}}
+    "config": {"horizon": 8, "rho": 0.5, "counter": "tree"}},
+   {"prefix": "mar/", "synthesizer": "marginal",
+    "config": {"attributes": [{"name": "a", "categories": ["0", "1", "2"]}, {"name": "b", "categories": ["0", "1"]},
+                              {"name": "c", "categories": ["0", "1", "2", "3"]}],
+               "horizon": 8, "epsilon": 2, "selections_per_step": 2, "counter": "tree"}}
  ]}
 EOF
 }
@@ -56,8 +60,25 @@ for s in cum/a cum/b cum/c; do
         --stream "$s" --close-steps --out "$WORK/p_$(echo "$s" | tr / _).jsonl"
 done
 python3 - "$WORK" <<'EOF'
-import sys, glob
+import sys, glob, json, random
 w = sys.argv[1]
+# marginal streams: rows inserted, some deleted (with their entity), and bad rows
+for s in ("mar/a", "mar/b"):
+    rnd = random.Random(s)
+    live, out = [], []
+    for t in range(1, 9):
+        for i in range(60):
+            if live and rnd.random() < 0.2:
+                e, r = live.pop(rnd.randrange(len(live)))
+                out.append({"stream": s, "step": t, "kind": "DELETE", "entity": e, "row": r})
+            else:
+                e, r = f"p{t}-{i}", [rnd.choice([0, 0, 1, 2]), rnd.randrange(2), rnd.randrange(4)]
+                live.append((e, r))
+                out.append({"stream": s, "step": t, "kind": "INSERT", "entity": e, "row": r})
+        out.append({"stream": s, "step": t, "kind": "DELETE", "entity": "nobody", "row": [0, 0, 0]})  # NOT_PRESENT
+        out.append({"stream": s, "step": t, "kind": "INSERT", "row": [0, 2, 0]})                      # OUT_OF_DOMAIN
+        out.append({"stream": s, "step": t, "kind": "CLOSE_STEP"})
+    open(f"{w}/p_{s.replace('/', '_')}.jsonl", "w").write("".join(json.dumps(u) + "\n" for u in out))
 files = sorted(glob.glob(f"{w}/p_*.jsonl"))
 lines = [open(f).read().splitlines() for f in files]
 out = []
@@ -73,7 +94,10 @@ EOF
 "$BIN" replay --config "$WORK/ref.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 EXPECT_DLQ=$(wc -l < "$WORK/replay/rejected.jsonl")
-[ "$EXPECT" -eq 48 ] || fail "replay released $EXPECT steps, expected 48"
+[ "$EXPECT" -eq 64 ] || fail "replay released $EXPECT steps, expected 64"
+for r in NOT_PRESENT OUT_OF_DOMAIN; do
+    [ "$(grep -c "\"reason\":\"$r\"" "$WORK/replay/rejected.jsonl")" -eq 16 ] || fail "replay: expected 16 $r rejects"
+done
 "$BIN" produce --config "$WORK/ref.json" --input "$WORK/input.jsonl" --partitions 3 --raw-invalid \
     > /dev/null 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
 
