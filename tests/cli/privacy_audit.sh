@@ -16,6 +16,10 @@
 #   3. window under add/remove neighbours: D2 is D without one person.  Its
 #      release must reveal n only through the charged noise (n* is the sum of
 #      the noisy pattern counts), so nothing may be exact and different.
+#   4. marginal: D2 adds one person's row (inserted at step 2, deleted at
+#      step 3) to 30 people's inserts and entity-matched deletes.  The row
+#      count is the rounded noisy total; no field may be exact and
+#      different, and nobody else's delete may change its verdict.
 # Usage: bash privacy_audit.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
@@ -84,13 +88,37 @@ def ar_input(without):
     return out
 for name, who in (("a1.jsonl", None), ("a2.jsonl", "a13")):
     open(f"{work}/{name}", "w").write("\n".join(ar_input(who)) + "\n")
+
+# 4. marginal: one person's row more (an insert and its delete)
+people = [f"m{i:02d}" for i in range(30)]
+rows = {(p, t): [rng.randrange(2), rng.randrange(3), rng.randrange(2)] for p in people for t in range(1, 5)}
+def row_line(step, kind, entity, row):
+    return json.dumps({"stream": "m", "step": step, "kind": kind, "entity": entity, "row": row}, separators=(",", ":"))
+def marginal_input(with_x):
+    out = []
+    for t in range(1, 5):
+        out += [row_line(t, "INSERT", p, rows[p, t]) for p in people]
+        if t > 1:   # every third person deletes last step's row; p00 also tries a row it never had
+            out += [row_line(t, "DELETE", p, rows[p, t - 1]) for p in people[::3]]
+            out.append(row_line(t, "DELETE", "m00", [1, 2, 1]))
+        if with_x and t == 2:
+            out.append(row_line(t, "INSERT", "mX", [1, 2, 1]))
+        if with_x and t == 3:
+            out.append(row_line(t, "DELETE", "mX", [1, 2, 1]))
+        out.append(json.dumps({"stream": "m", "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")))
+    return out
+for name, with_x in (("m1.jsonl", False), ("m2.jsonl", True)):
+    open(f"{work}/{name}", "w").write("\n".join(marginal_input(with_x)) + "\n")
 PY
 
 cat > "$WORK/config.json" <<'JSON'
 {"streams": [
   {"match": "w", "synthesizer": "window", "config": {"horizon": 3, "k": 1, "categories": 2, "rho": 1}},
   {"match": "c", "synthesizer": "cumulative", "config": {"horizon": 5, "rho": 1}},
-  {"match": "wa", "synthesizer": "window", "config": {"horizon": 4, "k": 2, "rho": 1, "neighbors": "add_remove"}}
+  {"match": "wa", "synthesizer": "window", "config": {"horizon": 4, "k": 2, "rho": 1, "neighbors": "add_remove"}},
+  {"match": "m", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
+     {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
+     "horizon": 4, "epsilon": 1, "selections_per_step": 2}}
 ]}
 JSON
 
@@ -101,4 +129,6 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/c1.jsonl" "$W
     || { echo "FAIL: cumulative neighbours (one person's bits changed, one report missing)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/a1.jsonl" "$WORK/a2.jsonl" a13 "$KEYS" "$WORK" \
     || { echo "FAIL: window under add/remove neighbours (one person removed)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/m1.jsonl" "$WORK/m2.jsonl" mX "$KEYS" "$WORK" \
+    || { echo "FAIL: marginal neighbours (one person's row inserted and deleted)" >&2; status=1; }
 exit $status
