@@ -1,5 +1,6 @@
 /* cmd_demo.c — `dpstream demo`, the embedded default: the built-in
- * sample panel through `window` and `cumulative`, truth vs synthetic per
+ * sample panel through `window` and `cumulative` (and a table through
+ * `marginal`), truth vs synthetic per
  * month, and the budget ledger.  By default the panel is streamed through
  * the real Kafka processor on librdkafka's in-process mock cluster
  * (demo_kafka.c); --offline drives the synthesizers directly
@@ -24,8 +25,9 @@ static void demo_usage(FILE *f)
             "                     [--log-level error|warn|info|debug]\n"
             "\n"
             "Runs the built-in sample panel (3000 people x 12 months, employed/unemployed)\n"
-            "through the window (k = 3) and cumulative synthesizers and prints true vs\n"
-            "synthetic statistics per month and the privacy budget ledger. No broker needed:\n"
+            "through the window (k = 3) and cumulative synthesizers, and a streaming table\n"
+            "(200 rows in, 40 out a month) through marginal, and prints true vs synthetic\n"
+            "statistics per month and the privacy budget ledgers. No broker needed:\n"
             "the panel is streamed month by month through the real Kafka processor on\n"
             "librdkafka's in-process mock cluster and the releases are read back from the\n"
             "output topics.  --offline skips Kafka and drives the synthesizers directly\n"

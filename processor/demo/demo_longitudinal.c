@@ -1,6 +1,7 @@
 /* demo_longitudinal.c — truth vs synthetic for the embedded demo (see
  * demo_longitudinal.h). */
 #include "demo/demo_longitudinal.h"
+#include "demo/demo_marginal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -250,6 +251,15 @@ void dp_demo_panel_params(const dp_demo_params *p, dp_panel_params *pp)
     pp->seed = p->panel_seed;
 }
 
+/* The table stream's updates go straight into its synthesizer; a
+ * rejection is a bug in the demo's own generator. */
+static int ingest_table_update(void *ctx, const dp_update *u)
+{
+    dp_reject_reason why = DP_REJECT_NONE;
+    int rc = dp_synth_ingest(ctx, u, &why);
+    return rc != DP_OK ? rc : why != DP_REJECT_NONE ? DP_ESTATE : DP_OK;
+}
+
 int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
                         char *errstr, size_t errstr_size)
 {
@@ -257,18 +267,23 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     dp_demo_panel_params(p, &pp);
     dp_panel_gen gen;
     dp_demo_state d;
-    dp_synth *win = NULL, *cum = NULL;
-    json_t *wcfg = NULL, *ccfg = NULL;
+    dp_synth *win = NULL, *cum = NULL, *tbl = NULL;
+    json_t *wcfg = NULL, *ccfg = NULL, *tcfg = NULL;
+    dp_demo_table tab;
+    dp_demo_table_init(&tab, p);
     int rc = dp_panel_gen_init(&gen, &pp, errstr, errstr_size);
-    if (rc != DP_OK)
+    if (rc != DP_OK) {
+        dp_demo_table_free(&tab);
         return rc;
+    }
     if ((rc = dp_demo_state_init(&d, p)) != DP_OK) {
         dp_panel_gen_free(&gen);
         return dp_err(errstr, errstr_size, rc, "demo: cannot set up views");
     }
     wcfg = dp_demo_window_config(p);
     ccfg = dp_demo_cumulative_config(p);
-    if (!wcfg || !ccfg) {
+    tcfg = dp_demo_table_config(p);
+    if (!wcfg || !ccfg || !tcfg) {
         rc = dp_err(errstr, errstr_size, DP_ENOMEM, "demo: out of memory");
         goto out;
     }
@@ -276,12 +291,16 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
                          .stream_id_len = sizeof DP_DEMO_WINDOW_STREAM - 1};
     dp_synth_env cenv = {.key = key, .stream_id = DP_DEMO_CUMULATIVE_STREAM,
                          .stream_id_len = sizeof DP_DEMO_CUMULATIVE_STREAM - 1};
+    dp_synth_env tenv = {.key = key, .stream_id = DP_DEMO_TABLE_STREAM,
+                         .stream_id_len = sizeof DP_DEMO_TABLE_STREAM - 1};
     if ((rc = dp_synth_create(&win, "window", wcfg, &wenv, errstr, errstr_size)) != DP_OK ||
-        (rc = dp_synth_create(&cum, "cumulative", ccfg, &cenv, errstr, errstr_size)) != DP_OK)
+        (rc = dp_synth_create(&cum, "cumulative", ccfg, &cenv, errstr, errstr_size)) != DP_OK ||
+        (rc = dp_synth_create(&tbl, "marginal", tcfg, &tenv, errstr, errstr_size)) != DP_OK)
         goto out;
 
     dp_demo_print_intro(f, p);
-    dp_release_sink wsink = dp_demo_window_sink(&d), csink = dp_demo_cumulative_sink(&d);
+    dp_release_sink wsink = dp_demo_window_sink(&d), csink = dp_demo_cumulative_sink(&d),
+                    tsink = dp_demo_table_sink(&tab);
     char entity[32];
     for (uint64_t t = 1; t <= p->steps; t++) {
         if ((rc = dp_panel_gen_next(&gen)) != DP_OK)
@@ -314,19 +333,30 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         if ((rc = dp_synth_close_step(win, &wsink, errstr, errstr_size)) != DP_OK ||
             (rc = dp_synth_close_step(cum, &csink, errstr, errstr_size)) != DP_OK)
             goto out;
-        if (d.win_syn.bad || d.cum_syn.bad) {
+        if ((rc = dp_demo_table_month(&tab, t, ingest_table_update, tbl)) != DP_OK) {
+            rc = dp_err(errstr, errstr_size, rc, "demo: the table stream refused an update");
+            goto out;
+        }
+        if ((rc = dp_synth_close_step(tbl, &tsink, errstr, errstr_size)) != DP_OK)
+            goto out;
+        if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK) {
             rc = dp_err(errstr, errstr_size, DP_ESTATE, "demo: a release did not have the documented format");
             goto out;
         }
         dp_demo_print_step(f, &d, t);
     }
-    if (rc == DP_OK)
+    if (rc == DP_OK) {
         dp_demo_print_ledger(f, &d);
+        dp_demo_table_print(f, &tab);
+    }
 out:
     dp_synth_destroy(win);
     dp_synth_destroy(cum);
+    dp_synth_destroy(tbl);
     json_decref(wcfg);
     json_decref(ccfg);
+    json_decref(tcfg);
+    dp_demo_table_free(&tab);
     dp_demo_state_free(&d);
     dp_panel_gen_free(&gen);
     return rc;

@@ -8,7 +8,8 @@
 #     character, to the offline demo's (`--offline`, synthesizers driven
 #     directly) — for the built-in DEMO key and for another key;
 #   * the comparison can fail: a different key changes the synthetic
-#     columns (and only those: the true columns stay).
+#     columns (and only those: the true columns stay);
+#   * the third stream, a table through `marginal`, prints 12 months.
 # Usage: bash demo_cli.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: demo_cli.sh path/to/dpstream}
@@ -54,6 +55,15 @@ rows() { grep -E '^ +([3-9]|1[0-2])  ' "$1"; }
 [ "$(rows "$WORK/offline.txt" | awk '{print $3, $5, $9, $11, $13}')" != \
   "$(rows "$WORK/offline2.txt" | awk '{print $3, $5, $9, $11, $13}')" ] || fail "synthetic columns do not depend on the key: the comparison above proves nothing"
 
+# The table stream (marginal): 12 months, the true row counts independent
+# of the key, the synthetic ones not.
+[ "$(grep -c '^  month ' "$WORK/kafka.txt")" -eq 12 ] || fail "kafka demo did not print 12 table months"
+grep -q "marginal/exponential+discrete_laplace, spent eps 1 of 1 (EXHAUSTED)" "$WORK/kafka.txt" \
+    || fail "the table's ledger line is missing"
+trows() { grep '^  month ' "$1" | awk '{print $3}'; }
+srows() { grep '^  month ' "$1" | awk '{print $6, $11}'; }
+[ "$(trows "$WORK/offline.txt")" = "$(trows "$WORK/offline2.txt")" ] || fail "table: true rows depend on the key"
+[ "$(srows "$WORK/offline.txt")" != "$(srows "$WORK/offline2.txt")" ] || fail "table: synthetic columns do not depend on the key"
 # Bad usage is refused.
 if "$BIN" demo --bogus 2>/dev/null; then fail "unknown option accepted"; fi
 echo "PASS demo_cli"
