@@ -256,13 +256,7 @@ static int marginal_release_create(dp_release_half **out, const json_t *config, 
     if (m->stream_id_len)
         memcpy(m->stream_id, env->stream_id, m->stream_id_len);
     m->stream_id[m->stream_id_len] = '\0';
-    if (c->fit == DP_MARGINAL_FIT_PGM) {
-        rc = dp_err(errstr, errstr_size, DP_EINVAL,
-                    NAME ": fit \"pgm\" is not available in this build (domain of %.4g cells; \"mw\" takes up to 2^22)",
-                    c->domain_cells);
-        goto fail;
-    }
-    m->mops = &dp_mmodel_mw;
+    m->mops = c->fit == DP_MARGINAL_FIT_PGM ? &dp_mmodel_pgm : &dp_mmodel_mw;
     if ((rc = m->mops->create(&m->g, c, errstr, errstr_size)) != DP_OK ||
         (rc = m->mops->create(&m->h, c, errstr, errstr_size)) != DP_OK ||
         (rc = m->mops->create(&m->avg, c, errstr, errstr_size)) != DP_OK ||

@@ -6,6 +6,8 @@
  *   marginal.c          release half: select (exponential mechanism), measure
  *                       (continual counters), fit, release; the budget
  *   marginal_mw.c       the `mw` fit: multiplicative weights over the full domain
+ *   marginal_pgm.c      the `pgm` fit: a graphical model on a junction tree
+ *   marginal_factor.c   factors and junction-tree inference for `pgm`
  *
  * The synthetic data g_t is held by a "model" (dp_mmodel) that the fit
  * updates; `mw` keeps one weight per domain cell, `pgm` a graphical model. */
@@ -62,6 +64,7 @@ typedef struct dp_mmodel_ops {
 } dp_mmodel_ops;
 
 extern const dp_mmodel_ops dp_mmodel_mw;
+extern const dp_mmodel_ops dp_mmodel_pgm;
 /* The mw model's expected counts N·p over the whole domain (the mwem baseline adds them up). */
 int dp_mmodel_mw_counts(const dp_mmodel *m, double *out);
 

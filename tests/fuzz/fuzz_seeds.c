@@ -1,6 +1,6 @@
 /* fuzz_seeds.c — seeds that need the code to make them:
- *   fuzz_seeds synth_restore DIR   real synthesizer snapshots (window and
- *                                  cumulative after 0..3 steps, with a roster)
+ *   fuzz_seeds synth_restore DIR   real synthesizer snapshots (every entry of
+ *                                  fuzz_synths.h after 0..3 steps)
  *   fuzz_seeds update DIR          Avro Updates of every kind and payload */
 #include <stdio.h>
 #include <string.h>
@@ -8,27 +8,31 @@
 #include "codec/codec.h"
 #include "synth/synth.h"
 
+#include "fuzz_synths.h"
+
 static int seed(const char *dir, int which, int steps)
 {
-    static const char *const names[2] = {"window", "cumulative"};
-    static const char *const cfgs[2] = {"{\"horizon\":6,\"k\":2,\"rho\":1}", "{\"horizon\":6,\"rho\":1}"};
     json_error_t je;
-    json_t *cfg = json_loads(cfgs[which], 0, &je);
+    json_t *cfg = json_loads(FUZZ_SYNTH_CONFIGS[which], 0, &je);
     dp_key key;
     memset(&key, 7, sizeof key);
     dp_synth_env env = {&key, "fuzz", 4};
     dp_synth *s = NULL;
     char err[256];
-    if (dp_synth_create(&s, names[which], cfg, &env, err, sizeof err) != 0)
+    if (dp_synth_create(&s, FUZZ_SYNTH_NAMES[which], cfg, &env, err, sizeof err) != 0)
         return 1;
     dp_release_sink none = {0};
     for (int t = 1; t <= steps; t++) {
         for (int i = 0; i < 5; i++) {
             char id[8];
             snprintf(id, sizeof id, "u%d", i);
-            dp_update u = {.stream_id = "fuzz", .stream_id_len = 4, .step = (uint64_t)t, .kind = DP_UPDATE_REPORT,
+            int32_t row[3] = {(i + t) % 2, i % 3, t % 2};
+            int table = which >= 2;
+            dp_update u = {.stream_id = "fuzz", .stream_id_len = 4, .step = (uint64_t)t,
+                           .kind = table ? DP_UPDATE_INSERT : DP_UPDATE_REPORT,
                            .entity_id = id, .entity_id_len = strlen(id),
-                           .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = (i + t) % 2}};
+                           .payload = {.kind = table ? DP_PAYLOAD_ROW : DP_PAYLOAD_CATEGORY, .category = (i + t) % 2,
+                                       .row = row, .row_len = which == 2 ? 3 : 2}};
             dp_reject_reason why;
             dp_synth_ingest(s, &u, &why);
         }
@@ -38,7 +42,7 @@ static int seed(const char *dir, int which, int steps)
     dp_buf_init(&b);
     int rc = dp_synth_snapshot(s, &b);
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s-%d", dir, names[which], steps);
+    snprintf(path, sizeof path, "%s/%s%d-%d", dir, FUZZ_SYNTH_NAMES[which], which, steps);
     FILE *f = rc == 0 ? fopen(path, "wb") : NULL;
     uint8_t tag = (uint8_t)which;
     if (!f || fwrite(&tag, 1, 1, f) != 1 || fwrite(b.data, 1, b.len, f) != b.len)
@@ -97,7 +101,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "synth_restore") != 0)
         return 0;   /* the other harnesses' seeds are files in tests/fuzz/seeds */
     int rc = 0;
-    for (int which = 0; which < 2; which++)
+    for (int which = 0; which < FUZZ_SYNTHS; which++)
         for (int steps = 0; steps <= 3; steps++)
             rc |= seed(argv[2], which, steps);
     return rc;

@@ -239,8 +239,8 @@ static void run_bytes(const char *extra, uint8_t key_variant, int T, int restore
 
 static void test_determinism_and_restore(void)
 {
-    const char *methods[2] = {NULL, ", \"method\": \"mwem\""};
-    for (int mi = 0; mi < 2; mi++) {
+    const char *methods[3] = {NULL, ", \"method\": \"mwem\"", ", \"fit\": \"pgm\""};
+    for (int mi = 0; mi < 3; mi++) {
         dp_buf a, b, c, d;
         dp_buf_init(&a);
         dp_buf_init(&b);
@@ -473,7 +473,8 @@ int main(void)
         {"config errors name their JSON path", test_config_errors},
         {"utility sensitivity is the derived dU, and tight", test_utility_sensitivity},
         {"ledger: the budget per step, exhausted at the horizon (pure and zCDP)", test_ledger_and_horizon},
-        {"replay byte-identical, restore continues byte-identically, key matters", test_determinism_and_restore},
+        {"replay byte-identical, restore continues byte-identically, key matters (smf mw, mwem, smf pgm)",
+         test_determinism_and_restore},
         {"bad rows rejected with their reason, changing nothing; deletes match (entity, row)", test_bad_input},
         {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
         {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},

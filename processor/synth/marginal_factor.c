@@ -1,0 +1,501 @@
+/* marginal_factor.c — see marginal_factor.h.  Junction-tree inference as
+ * in Koller & Friedman, Probabilistic Graphical Models (2009), §10.2–10.3
+ * (clique trees from variable elimination, sum-product calibration with
+ * Hugin-style division), used by Private-PGM (McKenna, Sheldon, Miklau 2019)
+ * as its exact marginal oracle. */
+#include "synth/marginal_factor.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_QUERY_CELLS ((uint64_t)1 << 26)
+
+int dp_factor_init(dp_factor *f, const uint32_t *attrs, uint32_t k, const uint32_t *sizes)
+{
+    memset(f, 0, sizeof *f);
+    if (k > DP_FACTOR_MAX_ATTRS)
+        return DP_ERANGE;
+    f->k = k;
+    f->cells = 1;
+    for (uint32_t i = 0; i < k; i++) {
+        f->attrs[i] = attrs[i];
+        f->cells *= sizes[attrs[i]];
+    }
+    f->v = calloc(f->cells, sizeof *f->v);
+    return f->v ? DP_OK : DP_ENOMEM;
+}
+
+void dp_factor_free(dp_factor *f)
+{
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+int dp_factor_subset(const uint32_t *a, uint32_t ka, const uint32_t *b, uint32_t kb)
+{
+    for (uint32_t i = 0; i < ka; i++) {
+        int in = 0;
+        for (uint32_t j = 0; j < kb && !in; j++)
+            in = a[i] == b[j];
+        if (!in)
+            return 0;
+    }
+    return 1;
+}
+
+/* Odometer over f's cells giving each cell's index in g (g's attributes
+ * not in f contribute 0: callers only map onto subsets, or broadcast). */
+typedef struct odo {
+    uint32_t k;
+    uint32_t size[DP_FACTOR_MAX_ATTRS];
+    uint64_t mult[DP_FACTOR_MAX_ATTRS];
+    uint32_t d[DP_FACTOR_MAX_ATTRS];
+    uint64_t idx;
+} odo;
+
+static void odo_init(odo *o, const dp_factor *f, const dp_factor *g, const uint32_t *sizes)
+{
+    memset(o, 0, sizeof *o);
+    o->k = f->k;
+    for (uint32_t j = 0; j < f->k; j++) {
+        o->size[j] = sizes[f->attrs[j]];
+        uint64_t stride = 1;
+        int found = 0;
+        for (uint32_t i = g->k; i-- > 0;) {
+            if (g->attrs[i] == f->attrs[j]) {
+                found = 1;
+                break;
+            }
+            stride *= sizes[g->attrs[i]];
+        }
+        o->mult[j] = found ? stride : 0;
+    }
+}
+
+static inline void odo_next(odo *o)
+{
+    for (uint32_t j = o->k; j-- > 0;) {
+        if (++o->d[j] < o->size[j]) {
+            o->idx += o->mult[j];
+            return;
+        }
+        o->idx -= o->mult[j] * (o->size[j] - 1);
+        o->d[j] = 0;
+    }
+}
+
+void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes)
+{
+    odo o;
+    odo_init(&o, f, out, sizes);
+    for (uint64_t i = 0; i < f->cells; i++, odo_next(&o))
+        out->v[o.idx] += f->v[i];
+}
+
+void dp_factor_mul(dp_factor *f, const dp_factor *g, const uint32_t *sizes, int divide)
+{
+    odo o;
+    odo_init(&o, f, g, sizes);
+    for (uint64_t i = 0; i < f->cells; i++, odo_next(&o))
+        f->v[i] = divide ? (g->v[o.idx] > 0 ? f->v[i] / g->v[o.idx] : 0) : f->v[i] * g->v[o.idx];
+}
+
+void dp_factor_add(dp_factor *f, const dp_factor *g, const uint32_t *sizes)
+{
+    odo o;
+    odo_init(&o, f, g, sizes);
+    for (uint64_t i = 0; i < f->cells; i++, odo_next(&o))
+        f->v[i] += g->v[o.idx];
+}
+
+static void normalize(dp_factor *f)
+{
+    double s = 0;
+    for (uint64_t i = 0; i < f->cells; i++)
+        s += f->v[i];
+    if (s > 0)
+        for (uint64_t i = 0; i < f->cells; i++)
+            f->v[i] /= s;
+}
+
+/* --- junction tree ------------------------------------------------------------- */
+
+static uint32_t mask_attrs(uint64_t m, uint32_t *out)
+{
+    uint32_t k = 0;
+    for (uint32_t a = 0; a < 64; a++)
+        if (m >> a & 1)
+            out[k++] = a;
+    return k;
+}
+
+void dp_jtree_free(dp_jtree *jt)
+{
+    if (!jt)
+        return;
+    for (uint32_t i = 0; i < jt->n_cliques; i++) {
+        if (jt->belief)
+            dp_factor_free(&jt->belief[i]);
+        if (jt->logpot)
+            dp_factor_free(&jt->logpot[i]);
+        if (jt->up)
+            dp_factor_free(&jt->up[i]);
+    }
+    free(jt->belief);
+    free(jt->logpot);
+    free(jt->up);
+    free(jt->parent);
+    free(jt->order);
+    memset(jt, 0, sizeof *jt);
+}
+
+int dp_jtree_build(dp_jtree *jt, uint32_t n_attrs, const uint32_t *sizes, uint32_t n_groups,
+                   const uint32_t *const *attrs, const uint32_t *k, uint64_t max_cells, uint64_t *cells)
+{
+    if (n_attrs == 0 || n_attrs > 64)
+        return DP_ERANGE;
+    uint64_t adj[64] = {0};
+    for (uint32_t g = 0; g < n_groups; g++)
+        for (uint32_t i = 0; i < k[g]; i++)
+            for (uint32_t j = 0; j < k[g]; j++)
+                if (i != j)
+                    adj[attrs[g][i]] |= (uint64_t)1 << attrs[g][j];
+    /* Greedy min-fill elimination: the elimination cliques cover every
+     * group, and the maximal ones form a junction tree. */
+    uint64_t remaining = n_attrs == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n_attrs) - 1), cl[64];
+    uint32_t ncl = 0;
+    for (uint32_t step = 0; step < n_attrs; step++) {
+        uint32_t best = 64, best_fill = UINT32_MAX;
+        for (uint32_t v = 0; v < n_attrs; v++) {
+            if (!(remaining >> v & 1))
+                continue;
+            uint64_t nb = adj[v] & remaining & ~((uint64_t)1 << v);
+            uint32_t fill = 0;
+            for (uint32_t u = 0; u < n_attrs; u++)
+                if (nb >> u & 1)
+                    fill += (uint32_t)__builtin_popcountll(nb & ~adj[u] & ~((uint64_t)1 << u));
+            if (fill < best_fill) {
+                best_fill = fill;
+                best = v;
+            }
+        }
+        uint64_t nb = adj[best] & remaining & ~((uint64_t)1 << best);
+        for (uint32_t u = 0; u < n_attrs; u++)
+            if (nb >> u & 1)
+                adj[u] |= nb & ~((uint64_t)1 << u);
+        cl[ncl++] = nb | (uint64_t)1 << best;
+        remaining &= ~((uint64_t)1 << best);
+    }
+    /* keep the maximal cliques, first occurrence of duplicates */
+    uint64_t keep[64];
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < ncl; i++) {
+        int dominated = 0;
+        for (uint32_t j = 0; j < ncl && !dominated; j++)
+            dominated = j != i && (cl[i] & cl[j]) == cl[i] && (cl[i] != cl[j] || j < i);
+        if (!dominated)
+            keep[nk++] = cl[i];
+    }
+    /* sort cliques by their attribute bitmask for a canonical numbering */
+    for (uint32_t i = 1; i < nk; i++)
+        for (uint32_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            uint64_t t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    double total = 0;
+    for (uint32_t i = 0; i < nk; i++) {
+        if (__builtin_popcountll(keep[i]) > DP_FACTOR_MAX_ATTRS)
+            return DP_ERANGE;
+        double c = 1;
+        for (uint32_t a = 0; a < n_attrs; a++)
+            if (keep[i] >> a & 1)
+                c *= sizes[a];
+        total += c;
+    }
+    if (total > (double)max_cells)
+        return DP_ERANGE;
+    if (cells)
+        *cells = (uint64_t)total;
+    if (!jt)
+        return DP_OK;
+    memset(jt, 0, sizeof *jt);
+    jt->n_cliques = nk;
+    jt->cells = (uint64_t)total;
+    jt->belief = calloc(nk, sizeof *jt->belief);
+    jt->logpot = calloc(nk, sizeof *jt->logpot);
+    jt->up = calloc(nk, sizeof *jt->up);
+    jt->parent = malloc(nk * sizeof *jt->parent);
+    jt->order = malloc(nk * sizeof *jt->order);
+    if (!jt->belief || !jt->logpot || !jt->up || !jt->parent || !jt->order) {
+        dp_jtree_free(jt);
+        return DP_ENOMEM;
+    }
+    uint32_t a[64];
+    for (uint32_t i = 0; i < nk; i++) {
+        uint32_t ka = mask_attrs(keep[i], a);
+        if (dp_factor_init(&jt->belief[i], a, ka, sizes) != DP_OK || dp_factor_init(&jt->logpot[i], a, ka, sizes) != DP_OK) {
+            dp_jtree_free(jt);
+            return DP_ENOMEM;
+        }
+    }
+    /* Prim: a maximum-weight spanning tree on |K_i ∩ K_j| (ties: lowest
+     * index); weight-0 edges join disconnected parts (empty separator). */
+    uint8_t in[64] = {0};
+    in[0] = 1;
+    jt->parent[0] = -1;
+    jt->order[0] = 0;
+    for (uint32_t n = 1; n < nk; n++) {
+        int bw = -1;
+        uint32_t bi = 0, bj = 0;
+        for (uint32_t j = 0; j < nk; j++) {
+            if (in[j])
+                continue;
+            for (uint32_t i = 0; i < nk; i++) {
+                if (!in[i])
+                    continue;
+                int w = __builtin_popcountll(keep[i] & keep[j]);
+                if (w > bw) {
+                    bw = w;
+                    bi = i;
+                    bj = j;
+                }
+            }
+        }
+        in[bj] = 1;
+        jt->parent[bj] = (int32_t)bi;
+        jt->order[n] = bj;
+        uint32_t ka = mask_attrs(keep[bi] & keep[bj], a);
+        if (dp_factor_init(&jt->up[bj], a, ka, sizes) != DP_OK) {
+            dp_jtree_free(jt);
+            return DP_ENOMEM;
+        }
+    }
+    if (dp_factor_init(&jt->up[0], a, 0, sizes) != DP_OK) {
+        dp_jtree_free(jt);
+        return DP_ENOMEM;
+    }
+    return DP_OK;
+}
+
+int dp_jtree_find(const dp_jtree *jt, const uint32_t *attrs, uint32_t k)
+{
+    for (uint32_t i = 0; i < jt->n_cliques; i++)
+        if (dp_factor_subset(attrs, k, jt->belief[i].attrs, jt->belief[i].k))
+            return (int)i;
+    return -1;
+}
+
+int dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes)
+{
+    for (uint32_t i = 0; i < jt->n_cliques; i++) {
+        const dp_factor *lp = &jt->logpot[i];
+        double mx = -INFINITY;
+        for (uint64_t c = 0; c < lp->cells; c++)
+            mx = lp->v[c] > mx ? lp->v[c] : mx;
+        for (uint64_t c = 0; c < lp->cells; c++)
+            jt->belief[i].v[c] = exp(lp->v[c] - mx);
+    }
+    /* upward: each clique's message to its parent, children first */
+    for (uint32_t n = jt->n_cliques; n-- > 1;) {
+        uint32_t K = jt->order[n];
+        dp_factor *up = &jt->up[K];
+        memset(up->v, 0, up->cells * sizeof *up->v);
+        dp_factor_sum_into(&jt->belief[K], up, sizes);
+        normalize(up);
+        dp_factor_mul(&jt->belief[jt->parent[K]], up, sizes, 0);
+        normalize(&jt->belief[jt->parent[K]]);
+    }
+    normalize(&jt->belief[jt->order[0]]);
+    /* downward: belief_K *= (Σ_{P∖S} belief_P) / up_K */
+    for (uint32_t n = 1; n < jt->n_cliques; n++) {
+        uint32_t K = jt->order[n];
+        dp_factor s;
+        int rc = dp_factor_init(&s, jt->up[K].attrs, jt->up[K].k, sizes);
+        if (rc != DP_OK)
+            return rc;
+        dp_factor_sum_into(&jt->belief[jt->parent[K]], &s, sizes);
+        dp_factor_mul(&s, &jt->up[K], sizes, 1);
+        dp_factor_mul(&jt->belief[K], &s, sizes, 0);
+        normalize(&jt->belief[K]);
+        dp_factor_free(&s);
+    }
+    return DP_OK;
+}
+
+/* out = Σ onto `keep` of (a × b), a and b over any attributes. */
+static int product_onto(const dp_factor *a, const dp_factor *b, const uint32_t *keep, uint32_t kk,
+                        const uint32_t *sizes, dp_factor *out)
+{
+    uint32_t u[2 * DP_FACTOR_MAX_ATTRS], ku = 0;
+    for (uint32_t x = 0; x < 64; x++) {
+        int in = 0;
+        for (uint32_t i = 0; i < a->k && !in; i++)
+            in = a->attrs[i] == x;
+        for (uint32_t i = 0; i < b->k && !in; i++)
+            in = b->attrs[i] == x;
+        if (in)
+            u[ku++] = x;
+    }
+    double c = 1;
+    for (uint32_t i = 0; i < ku; i++)
+        c *= sizes[u[i]];
+    if (ku > DP_FACTOR_MAX_ATTRS || c > (double)MAX_QUERY_CELLS)
+        return DP_ERANGE;
+    dp_factor t;
+    int rc = dp_factor_init(&t, u, ku, sizes);
+    if (rc == DP_OK)
+        rc = dp_factor_init(out, keep, kk, sizes);
+    if (rc != DP_OK) {
+        dp_factor_free(&t);
+        return rc;
+    }
+    for (uint64_t i = 0; i < t.cells; i++)
+        t.v[i] = 1;
+    dp_factor_mul(&t, a, sizes, 0);
+    dp_factor_mul(&t, b, sizes, 0);
+    dp_factor_sum_into(&t, out, sizes);
+    dp_factor_free(&t);
+    return DP_OK;
+}
+
+/* P(attrs(sub2) | attrs(sub1)) from clique K's belief: marg(K → sub1 ∪ sub2) / marg(K → sub1). */
+static int conditional(const dp_jtree *jt, uint32_t K, const uint32_t *given, uint32_t kg, const uint32_t *also,
+                       uint32_t ka, const uint32_t *sizes, dp_factor *out)
+{
+    uint32_t u[2 * DP_FACTOR_MAX_ATTRS], ku = 0;
+    for (uint32_t x = 0; x < 64; x++) {
+        int in = 0;
+        for (uint32_t i = 0; i < kg && !in; i++)
+            in = given[i] == x;
+        for (uint32_t i = 0; i < ka && !in; i++)
+            in = also[i] == x;
+        if (in)
+            u[ku++] = x;
+    }
+    dp_factor den;
+    int rc = dp_factor_init(out, u, ku, sizes);
+    if (rc == DP_OK)
+        rc = dp_factor_init(&den, given, kg, sizes);
+    if (rc != DP_OK)
+        return rc;
+    dp_factor_sum_into(&jt->belief[K], out, sizes);
+    dp_factor_sum_into(&jt->belief[K], &den, sizes);
+    dp_factor_mul(out, &den, sizes, 1);
+    dp_factor_free(&den);
+    return DP_OK;
+}
+
+int dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, uint32_t k, double *out)
+{
+    int K = dp_jtree_find(jt, attrs, k);
+    if (K >= 0) {
+        dp_factor f;
+        int rc = dp_factor_init(&f, attrs, k, sizes);
+        if (rc != DP_OK)
+            return rc;
+        dp_factor_sum_into(&jt->belief[K], &f, sizes);
+        memcpy(out, f.v, f.cells * sizeof *out);
+        dp_factor_free(&f);
+        return DP_OK;
+    }
+    if (k != 2)
+        return DP_ERANGE;
+    /* a and b in different cliques: along the tree path Ka = K0, …, Km = Kb,
+     * φ_j(a, S_{j+1}) = Σ_{S_j} φ_{j-1}(a, S_j) · P(S_{j+1} | S_j) and finally
+     * P(a, b) = Σ_{S_m} φ_{m-1}(a, S_m) · P(b | S_m): each step only sums
+     * over a separator pair, never a whole clique times a. */
+    int ka = dp_jtree_find(jt, attrs, 1), kb = dp_jtree_find(jt, attrs + 1, 1);
+    if (ka < 0 || kb < 0)
+        return DP_ERANGE;
+    uint32_t up_a[64], up_b[64], na = 0, nb = 0;
+    for (int x = ka; x >= 0; x = jt->parent[x])
+        up_a[na++] = (uint32_t)x;
+    for (int x = kb; x >= 0; x = jt->parent[x])
+        up_b[nb++] = (uint32_t)x;
+    while (na > 1 && nb > 1 && up_a[na - 2] == up_b[nb - 2]) {   /* strip the common ancestors above the LCA */
+        na--;
+        nb--;
+    }
+    uint32_t path[128], m = 0;
+    for (uint32_t i = 0; i < na; i++)
+        path[m++] = up_a[i];
+    for (uint32_t i = nb - 1; i-- > 0;)
+        path[m++] = up_b[i];
+    /* separators along the path: S_j = K_{j-1} ∩ K_j */
+    dp_factor phi;
+    uint32_t s[DP_FACTOR_MAX_ATTRS + 1], ks = 0;
+    const dp_factor *k0 = &jt->belief[path[0]], *k1 = &jt->belief[path[1]];
+    s[ks++] = attrs[0];
+    for (uint32_t i = 0; i < k0->k; i++)
+        for (uint32_t j = 0; j < k1->k; j++)
+            if (k0->attrs[i] == k1->attrs[j] && k0->attrs[i] != attrs[0])
+                s[ks++] = k0->attrs[i];
+    for (uint32_t i = 1; i < ks; i++)   /* ascending */
+        for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            uint32_t t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    int rc = dp_factor_init(&phi, s, ks, sizes);
+    if (rc != DP_OK)
+        return rc;
+    dp_factor_sum_into(k0, &phi, sizes);
+    for (uint32_t j = 1; j < m; j++) {
+        const dp_factor *kj = &jt->belief[path[j]];
+        /* given = K_{j-1} ∩ K_j (phi's attributes other than a), also = next separator (or b) */
+        uint32_t given[DP_FACTOR_MAX_ATTRS], kg = 0, nxt[DP_FACTOR_MAX_ATTRS + 1], kn = 0;
+        const dp_factor *prev = &jt->belief[path[j - 1]];
+        for (uint32_t i = 0; i < kj->k; i++)
+            for (uint32_t q = 0; q < prev->k; q++)
+                if (kj->attrs[i] == prev->attrs[q])
+                    given[kg++] = kj->attrs[i];
+        if (j + 1 < m) {
+            const dp_factor *kn1 = &jt->belief[path[j + 1]];
+            for (uint32_t i = 0; i < kj->k; i++)
+                for (uint32_t q = 0; q < kn1->k; q++)
+                    if (kj->attrs[i] == kn1->attrs[q])
+                        nxt[kn++] = kj->attrs[i];
+        } else {
+            nxt[kn++] = attrs[1];
+        }
+        dp_factor cond, next;
+        if ((rc = conditional(jt, path[j], given, kg, nxt, kn, sizes, &cond)) != DP_OK) {
+            dp_factor_free(&phi);
+            return rc;
+        }
+        uint32_t keep[DP_FACTOR_MAX_ATTRS + 2], kk = 0;
+        int a_in = 0;
+        for (uint32_t i = 0; i < kn; i++)
+            a_in |= nxt[i] == attrs[0];
+        for (uint32_t i = 0; i < kn; i++)
+            keep[kk++] = nxt[i];
+        if (!a_in)
+            keep[kk++] = attrs[0];
+        for (uint32_t i = 1; i < kk; i++)
+            for (uint32_t q = i; q > 0 && keep[q - 1] > keep[q]; q--) {
+                uint32_t t = keep[q];
+                keep[q] = keep[q - 1];
+                keep[q - 1] = t;
+            }
+        rc = product_onto(&phi, &cond, keep, kk, sizes, &next);
+        dp_factor_free(&cond);
+        dp_factor_free(&phi);
+        if (rc != DP_OK)
+            return rc;
+        phi = next;
+    }
+    /* phi is over {a, b}, ascending = attrs */
+    dp_factor f;
+    rc = dp_factor_init(&f, attrs, 2, sizes);
+    if (rc == DP_OK) {
+        dp_factor_sum_into(&phi, &f, sizes);
+        memcpy(out, f.v, f.cells * sizeof *out);
+        dp_factor_free(&f);
+    }
+    dp_factor_free(&phi);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/* marginal_factor.h — dense factors over small attribute sets, and the
+ * junction tree built from them: the inference engine of `marginal`'s pgm
+ * fit (marginal_pgm.c).  No I/O, no randomness; every loop runs in a fixed
+ * order.
+ *
+ * A factor holds one double per cell of its attributes (ascending indices),
+ * row-major with the first attribute most significant — the same layout as
+ * a workload's cells (marginal_config.h). */
+#ifndef DP_SYNTH_MARGINAL_FACTOR_H
+#define DP_SYNTH_MARGINAL_FACTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DP_FACTOR_MAX_ATTRS 16
+
+typedef struct dp_factor {
+    uint32_t k;
+    uint32_t attrs[DP_FACTOR_MAX_ATTRS];
+    uint64_t cells;
+    double  *v;
+} dp_factor;
+
+/* A factor over attrs (ascending, k of them) with the given sizes; values 0. */
+int  dp_factor_init(dp_factor *f, const uint32_t *attrs, uint32_t k, const uint32_t *sizes);
+void dp_factor_free(dp_factor *f);
+/* out (over a subset of f's attributes, initialised) = Σ over the others of f. */
+void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes);
+/* f.v[x] *= g.v[x restricted to g's attributes] (g's attributes ⊆ f's); divide if `divide`. */
+void dp_factor_mul(dp_factor *f, const dp_factor *g, const uint32_t *sizes, int divide);
+/* f.v[x] += g.v[x restricted] (log-space products). */
+void dp_factor_add(dp_factor *f, const dp_factor *g, const uint32_t *sizes);
+/* 1 if every attribute of a is in b. */
+int  dp_factor_subset(const uint32_t *a, uint32_t ka, const uint32_t *b, uint32_t kb);
+
+/* --- junction tree ------------------------------------------------------------- */
+
+typedef struct dp_jtree {
+    uint32_t   n_cliques;
+    dp_factor *belief;    /* per clique: calibrated marginal distribution (sums to 1) */
+    dp_factor *logpot;    /* per clique: Σ of the log-potentials assigned to it */
+    dp_factor *up;        /* per clique: its message to its parent, over the separator */
+    int32_t   *parent;    /* -1 for a root */
+    uint32_t  *order;     /* cliques in breadth-first order from the roots */
+    uint64_t   cells;     /* Σ cells over cliques */
+} dp_jtree;
+
+/* The junction tree of the Markov graph whose cliques are groups[0..n)
+ * (each attrs[i][0..k[i]), ascending), over n_attrs attributes (those in no
+ * group are singleton cliques): greedy min-fill elimination (ties: the
+ * smallest attribute), maximal elimination cliques, a maximum-weight
+ * spanning forest on separator sizes (Prim from the lowest clique, ties by
+ * index).  *cells = Σ cells of its cliques; DP_ERANGE (nothing built) if a
+ * clique has more than DP_FACTOR_MAX_ATTRS attributes or *cells > max_cells;
+ * jt may be NULL to plan only. */
+int  dp_jtree_build(dp_jtree *jt, uint32_t n_attrs, const uint32_t *sizes, uint32_t n_groups,
+                    const uint32_t *const *attrs, const uint32_t *k, uint64_t max_cells, uint64_t *cells);
+void dp_jtree_free(dp_jtree *jt);
+/* The clique holding every attribute of attrs[0..k), or -1. */
+int  dp_jtree_find(const dp_jtree *jt, const uint32_t *attrs, uint32_t k);
+/* Beliefs from the log-potentials (sum-product, two passes, normalised). */
+int  dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes);
+/* The marginal distribution of attrs[0..k) (k <= 2 across cliques; any k
+ * inside one clique), into out (cells of the attributes, ascending order). */
+int  dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, uint32_t k, double *out);
+
+#endif

@@ -1,0 +1,485 @@
+/* marginal_pgm.c — the `pgm` fit of `marginal`: the synthetic data as a
+ * graphical model (seed 001 §4.2.2; McKenna, Sheldon, Miklau 2019), for
+ * domains far too large to hold (Adult: 6.4·10^17 cells).
+ *
+ * The model is p(x) ∝ exp(Σ_C θ_C(x_C)) with one log-potential table θ_C
+ * per measured workload C (its "clique"), times a total N.  Inference is
+ * exact, on the junction tree of the cliques (marginal_factor.c).  Cliques
+ * are added the first time their workload is measured, as long as the
+ * junction tree stays within max_model_cells (the measurement is left out
+ * of the fit otherwise — AIM's model-size rule, McKenna et al. 2022).
+ *
+ * The fit is the same update as `mw`, applied to the factors: for a
+ * measurement y on clique C, θ_C += ln((y⁺ + ½)/(μ_C + ½)) with μ_C the
+ * model's current marginal (× N), cycling over the step's measurements
+ * `iterations` times — iterative proportional fitting of a log-linear model
+ * (Deming & Stephan 1940), whose fixed point is the maximum-entropy model
+ * matching the measurements; warm-started from h_{t,l-1}'s potentials.  On
+ * a domain small enough for both, `pgm` and `mw` therefore agree
+ * (tests/unit/test_marginal_pgm.c).  Private-PGM itself minimises an L2
+ * loss by mirror descent, which weighs inconsistent noisy measurements by
+ * their variances; that is a possible refinement, not this file.
+ *
+ * Workload marginals of pairs in different cliques are exact too
+ * (dp_jtree_marginal); 3-attribute workloads must lie inside one clique, so
+ * `fit: pgm` takes workloads of at most 2 attributes (marginal_config.c).
+ *
+ * Rows: n rows drawn clique by clique from the root of the junction tree —
+ * the root's cells get n·b(x) rows by systematic rounding; every later
+ * clique groups the rows by their separator value s and gives each group
+ * n_s·b(new | s) rows of the new attributes (systematic rounding, assigned
+ * after a uniform shuffle of the group so no spurious dependence on earlier
+ * attributes is introduced) — then sorted.  Everything here is
+ * post-processing of charged outputs; doubles are fine, all loops run in a
+ * fixed order, randomness comes from the DRBG only. */
+#include "synth/marginal.h"
+#include "synth/marginal_factor.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PGM_MAX_ROWS ((uint64_t)1 << 28)
+
+struct dp_mmodel {
+    const dp_marginal_config *cfg;
+    uint32_t   n_factors;
+    dp_factor *theta;       /* per clique, in the order they were added */
+    dp_jtree   jt;
+    int32_t   *home;        /* per factor: the junction-tree clique holding it */
+    int        calibrated;
+    double     total;
+};
+
+static void clear(dp_mmodel *m)
+{
+    for (uint32_t i = 0; i < m->n_factors; i++)
+        dp_factor_free(&m->theta[i]);
+    free(m->theta);
+    free(m->home);
+    dp_jtree_free(&m->jt);
+    m->theta = NULL;
+    m->home = NULL;
+    m->n_factors = 0;
+    m->calibrated = 0;
+}
+
+/* Junction tree of the current factors, their potentials summed into it. */
+static int rebuild(dp_mmodel *m)
+{
+    const dp_marginal_config *c = m->cfg;
+    const uint32_t *attrs[DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS];
+    uint32_t k[DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS];
+    for (uint32_t i = 0; i < m->n_factors; i++) {
+        attrs[i] = m->theta[i].attrs;
+        k[i] = m->theta[i].k;
+    }
+    dp_jtree_free(&m->jt);
+    uint64_t cells;
+    int rc = dp_jtree_build(&m->jt, c->n_attrs, c->sizes, m->n_factors, attrs, k, c->max_model_cells, &cells);
+    if (rc != DP_OK)
+        return rc;
+    int32_t *home = realloc(m->home, (m->n_factors ? m->n_factors : 1) * sizeof *home);
+    if (!home)
+        return DP_ENOMEM;
+    m->home = home;
+    for (uint32_t i = 0; i < m->n_factors; i++) {
+        m->home[i] = dp_jtree_find(&m->jt, m->theta[i].attrs, m->theta[i].k);
+        if (m->home[i] < 0)
+            return DP_ESTATE;
+        dp_factor_add(&m->jt.logpot[m->home[i]], &m->theta[i], c->sizes);
+    }
+    m->calibrated = 0;
+    return DP_OK;
+}
+
+static int calibrate(dp_mmodel *m)
+{
+    if (m->calibrated)
+        return DP_OK;
+    int rc = dp_jtree_calibrate(&m->jt, m->cfg->sizes);
+    m->calibrated = rc == DP_OK;
+    return rc;
+}
+
+static int pgm_create(dp_mmodel **out, const dp_marginal_config *c, char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    dp_mmodel *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    m->cfg = c;
+    int rc = rebuild(m);   /* no factors: independent uniform attributes */
+    if (rc != DP_OK) {
+        clear(m);
+        free(m);
+        return dp_err(errstr, errstr_size, rc, "marginal: cannot build the pgm model");
+    }
+    *out = m;
+    return DP_OK;
+}
+
+static void pgm_destroy(dp_mmodel *m)
+{
+    if (!m)
+        return;
+    clear(m);
+    free(m);
+}
+
+static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
+{
+    clear(dst);
+    dst->total = src->total;
+    if (src->n_factors && !(dst->theta = calloc(src->n_factors, sizeof *dst->theta)))
+        return DP_ENOMEM;
+    for (uint32_t i = 0; i < src->n_factors; i++) {
+        int rc = dp_factor_init(&dst->theta[i], src->theta[i].attrs, src->theta[i].k, dst->cfg->sizes);
+        if (rc != DP_OK)
+            return rc;
+        dst->n_factors++;
+        memcpy(dst->theta[i].v, src->theta[i].v, src->theta[i].cells * sizeof *src->theta[i].v);
+    }
+    return rebuild(dst);
+}
+
+static double pgm_total(const dp_mmodel *m) { return m->total; }
+
+static int pgm_marginal(const dp_mmodel *cm, const dp_marginal_workload *w, double *out)
+{
+    dp_mmodel *m = (dp_mmodel *)cm;   /* calibration is a cache of the potentials */
+    int rc = calibrate(m);
+    if (rc == DP_OK)
+        rc = dp_jtree_marginal(&m->jt, m->cfg->sizes, w->attrs, w->k, out);
+    if (rc != DP_OK)
+        return rc;
+    for (uint64_t c = 0; c < w->cells; c++)
+        out[c] *= m->total;
+    return DP_OK;
+}
+
+/* The factor of workload w, added (and the tree rebuilt) if it fits; -1 if not. */
+static int factor_of(dp_mmodel *m, const dp_marginal_workload *w, int *idx)
+{
+    for (uint32_t i = 0; i < m->n_factors; i++)
+        if (m->theta[i].k == w->k && memcmp(m->theta[i].attrs, w->attrs, w->k * sizeof *w->attrs) == 0) {
+            *idx = (int)i;
+            return DP_OK;
+        }
+    const uint32_t *attrs[DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS + 1];
+    uint32_t k[DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS + 1];
+    if (m->n_factors >= DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS) {
+        *idx = -1;
+        return DP_OK;
+    }
+    for (uint32_t i = 0; i < m->n_factors; i++) {
+        attrs[i] = m->theta[i].attrs;
+        k[i] = m->theta[i].k;
+    }
+    attrs[m->n_factors] = w->attrs;
+    k[m->n_factors] = w->k;
+    uint64_t cells;
+    if (dp_jtree_build(NULL, m->cfg->n_attrs, m->cfg->sizes, m->n_factors + 1, attrs, k, m->cfg->max_model_cells,
+                       &cells) != DP_OK) {
+        *idx = -1;   /* too big: left out of the fit */
+        return DP_OK;
+    }
+    dp_factor *t = realloc(m->theta, (m->n_factors + 1) * sizeof *t);
+    if (!t)
+        return DP_ENOMEM;
+    m->theta = t;
+    int rc = dp_factor_init(&m->theta[m->n_factors], w->attrs, w->k, m->cfg->sizes);
+    if (rc != DP_OK)
+        return rc;
+    *idx = (int)m->n_factors++;
+    return rebuild(m);
+}
+
+static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, uint32_t iterations)
+{
+    m->total = total > 0 ? total : 0;
+    double scale = m->total > 1 ? m->total : 1;
+    int *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return DP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int rc = factor_of(m, ms[i].w, &idx[i]);
+        if (rc != DP_OK) {
+            free(idx);
+            return rc;
+        }
+    }
+    double *mu = NULL;
+    uint64_t cap = 0;
+    for (uint32_t it = 0; it < iterations; it++)
+        for (size_t i = 0; i < n; i++) {
+            if (idx[i] < 0)
+                continue;
+            const dp_marginal_workload *w = ms[i].w;
+            if (w->cells > cap) {
+                free(mu);
+                cap = w->cells;
+                if (!(mu = malloc(cap * sizeof *mu))) {
+                    free(idx);
+                    return DP_ENOMEM;
+                }
+            }
+            int rc = calibrate(m);
+            if (rc == DP_OK)
+                rc = dp_jtree_marginal(&m->jt, m->cfg->sizes, w->attrs, w->k, mu);
+            dp_factor delta;
+            if (rc == DP_OK)
+                rc = dp_factor_init(&delta, w->attrs, w->k, m->cfg->sizes);
+            if (rc != DP_OK) {
+                free(mu);
+                free(idx);
+                return rc;
+            }
+            for (uint64_t c = 0; c < w->cells; c++) {
+                double y = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
+                double d = log((y + 0.5) / (mu[c] * scale + 0.5));
+                delta.v[c] = d > 30 ? 30 : d < -30 ? -30 : d;
+                m->theta[idx[i]].v[c] += delta.v[c];
+            }
+            dp_factor_add(&m->jt.logpot[m->home[idx[i]]], &delta, m->cfg->sizes);
+            dp_factor_free(&delta);
+            m->calibrated = 0;
+        }
+    free(mu);
+    free(idx);
+    return calibrate(m);
+}
+
+static int pgm_average(dp_mmodel *acc, const dp_mmodel *h, uint32_t l)
+{
+    (void)l;   /* models do not average: g_t = h_{t,K} (header) */
+    return pgm_copy(acc, h);
+}
+
+/* Systematic rounding of n over weights w[0..c): counts summing to n exactly. */
+static void round_counts(const double *w, uint64_t c, uint64_t n, dp_drbg *g, uint64_t *out)
+{
+    double sum = 0, s = 0;
+    for (uint64_t i = 0; i < c; i++)
+        sum += w[i] > 0 ? w[i] : 0;
+    double u = (double)(dp_drbg_u64(g) >> 11) * 0x1.0p-53;
+    uint64_t given = 0;
+    for (uint64_t i = 0; i < c; i++) {
+        double prev = floor(s + u);
+        s += sum > 0 ? (w[i] > 0 ? w[i] : 0) * (double)n / sum : (double)n / (double)c;
+        uint64_t k = i + 1 == c ? n - given : (uint64_t)(floor(s + u) - prev);
+        if (given + k > n)
+            k = n - given;
+        out[i] = k;
+        given += k;
+    }
+}
+
+static int row_lex_cmp(const int32_t *x, const int32_t *y, uint32_t p)
+{
+    for (uint32_t i = 0; i < p; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+static uint32_t g_sort_p;
+static int rows_cmp(const void *a, const void *b) { return row_lex_cmp(a, b, g_sort_p); }
+
+static int pgm_rows(const dp_mmodel *cm, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx)
+{
+    dp_mmodel *m = (dp_mmodel *)cm;
+    const dp_marginal_config *c = m->cfg;
+    const uint32_t p = c->n_attrs;
+    if (n == 0)
+        return DP_OK;
+    if (n > PGM_MAX_ROWS)
+        return DP_ERANGE;
+    int rc = calibrate(m);
+    if (rc != DP_OK)
+        return rc;
+    int32_t *rows = malloc(n * p * sizeof *rows);
+    uint64_t *sep_of = malloc(n * sizeof *sep_of), *perm = malloc(n * sizeof *perm), *cnt = NULL, *start = NULL;
+    uint64_t *counts = NULL;
+    double *cond = NULL;
+    if (!rows || !sep_of || !perm) {
+        rc = DP_ENOMEM;
+        goto out;
+    }
+    const dp_jtree *jt = &m->jt;
+    /* root */
+    const dp_factor *root = &jt->belief[jt->order[0]];
+    if (!(counts = malloc(root->cells * sizeof *counts))) {
+        rc = DP_ENOMEM;
+        goto out;
+    }
+    round_counts(root->v, root->cells, n, g, counts);
+    uint64_t r = 0;
+    for (uint64_t x = 0; x < root->cells; x++) {
+        uint64_t rest = x;
+        int32_t vals[DP_FACTOR_MAX_ATTRS];
+        for (uint32_t j = root->k; j-- > 0;) {
+            vals[j] = (int32_t)(rest % c->sizes[root->attrs[j]]);
+            rest /= c->sizes[root->attrs[j]];
+        }
+        for (uint64_t q = 0; q < counts[x]; q++, r++)
+            for (uint32_t j = 0; j < root->k; j++)
+                rows[r * p + root->attrs[j]] = vals[j];
+    }
+    free(counts);
+    counts = NULL;
+    for (uint32_t o = 1; o < jt->n_cliques; o++) {
+        uint32_t K = jt->order[o];
+        const dp_factor *b = &jt->belief[K], *sep = &jt->up[K];
+        /* new attributes of K (not in its separator), and their block size */
+        uint32_t nw[DP_FACTOR_MAX_ATTRS], knew = 0;
+        uint64_t new_cells = 1;
+        for (uint32_t j = 0; j < b->k; j++)
+            if (!dp_factor_subset(&b->attrs[j], 1, sep->attrs, sep->k)) {
+                nw[knew++] = b->attrs[j];
+                new_cells *= c->sizes[b->attrs[j]];
+            }
+        /* group the rows by separator value (counting sort: stable, row order) */
+        free(cnt);
+        free(start);
+        cnt = calloc(sep->cells + 1, sizeof *cnt);
+        start = calloc(sep->cells + 1, sizeof *start);
+        free(cond);
+        free(counts);
+        cond = malloc(b->cells * sizeof *cond);
+        counts = malloc(new_cells * sizeof *counts);
+        if (!cnt || !start || !cond || !counts) {
+            rc = DP_ENOMEM;
+            goto out;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t s = 0;
+            for (uint32_t j = 0; j < sep->k; j++)
+                s = s * c->sizes[sep->attrs[j]] + (uint64_t)rows[i * p + sep->attrs[j]];
+            sep_of[i] = s;
+            cnt[s + 1]++;
+        }
+        for (uint64_t s = 0; s < sep->cells; s++)
+            cnt[s + 1] += cnt[s];
+        memcpy(start, cnt, (sep->cells + 1) * sizeof *start);
+        for (uint64_t i = 0; i < n; i++)
+            perm[start[sep_of[i]]++] = i;
+        /* b rearranged as [separator value][new attributes' value], one pass */
+        for (uint64_t x = 0; x < b->cells; x++) {
+            uint64_t rest = x, sv = 0, nv = 0, smul = 1, nmul = 1;
+            for (uint32_t j = b->k; j-- > 0;) {
+                uint64_t digit = rest % c->sizes[b->attrs[j]];
+                rest /= c->sizes[b->attrs[j]];
+                if (dp_factor_subset(&b->attrs[j], 1, sep->attrs, sep->k)) {
+                    sv += digit * smul;
+                    smul *= c->sizes[b->attrs[j]];
+                } else {
+                    nv += digit * nmul;
+                    nmul *= c->sizes[b->attrs[j]];
+                }
+            }
+            cond[sv * new_cells + nv] = b->v[x];
+        }
+        /* per separator value: b(new | s), rounded counts, shuffled assignment */
+        for (uint64_t s = 0; s < sep->cells; s++) {
+            uint64_t lo = cnt[s], hi = cnt[s + 1], ns = hi - lo;
+            if (ns == 0)
+                continue;
+            round_counts(cond + s * new_cells, new_cells, ns, g, counts);
+            for (uint64_t i = ns; i > 1; i--) {   /* Fisher–Yates over the group */
+                uint64_t j = dp_drbg_uniform(g, i);
+                uint64_t t = perm[lo + i - 1];
+                perm[lo + i - 1] = perm[lo + j];
+                perm[lo + j] = t;
+            }
+            uint64_t at = lo;
+            for (uint64_t v = 0; v < new_cells; v++)
+                for (uint64_t q = 0; q < counts[v]; q++, at++) {
+                    uint64_t rest = v;
+                    for (uint32_t j = knew; j-- > 0;) {
+                        rows[perm[at] * p + nw[j]] = (int32_t)(rest % c->sizes[nw[j]]);
+                        rest /= c->sizes[nw[j]];
+                    }
+                }
+        }
+    }
+    g_sort_p = p;
+    qsort(rows, n, p * sizeof *rows, rows_cmp);
+    for (uint64_t i = 0; i < n && rc == DP_OK; i++)
+        rc = emit(ctx, rows + i * p);
+out:
+    free(rows);
+    free(sep_of);
+    free(perm);
+    free(cnt);
+    free(start);
+    free(counts);
+    free(cond);
+    return rc;
+}
+
+static int pgm_save(const dp_mmodel *m, dp_buf *b)
+{
+    dp_buf_put_f64(b, m->total);
+    dp_buf_put_u32(b, m->n_factors);
+    for (uint32_t i = 0; i < m->n_factors; i++) {
+        const dp_factor *f = &m->theta[i];
+        dp_buf_put_u32(b, f->k);
+        for (uint32_t j = 0; j < f->k; j++)
+            dp_buf_put_u32(b, f->attrs[j]);
+        for (uint64_t c = 0; c < f->cells; c++)
+            dp_buf_put_f64(b, f->v[c]);
+    }
+    return dp_buf_status(b);
+}
+
+static int pgm_load(dp_mmodel *m, dp_reader *r)
+{
+    const dp_marginal_config *c = m->cfg;
+    clear(m);
+    m->total = dp_reader_f64(r);
+    uint32_t nf = dp_reader_u32(r);
+    if (dp_reader_status(r) != DP_OK || !isfinite(m->total) || m->total < 0 || nf > c->n_workloads)
+        return DP_ECORRUPT;
+    if (nf && !(m->theta = calloc(nf, sizeof *m->theta)))
+        return DP_ENOMEM;
+    for (uint32_t i = 0; i < nf; i++) {
+        uint32_t k = dp_reader_u32(r), attrs[DP_MARGINAL_MAX_WAY];
+        if (dp_reader_status(r) != DP_OK || k < 1 || k > DP_MARGINAL_MAX_WAY)
+            return DP_ECORRUPT;
+        for (uint32_t j = 0; j < k; j++) {
+            attrs[j] = dp_reader_u32(r);
+            if (attrs[j] >= c->n_attrs || (j && attrs[j] <= attrs[j - 1]))
+                return DP_ECORRUPT;
+        }
+        /* a clique is one of the configured workloads */
+        int known = 0;
+        for (size_t w = 0; w < c->n_workloads && !known; w++)
+            known = c->workloads[w].k == k && memcmp(c->workloads[w].attrs, attrs, k * sizeof *attrs) == 0;
+        if (!known || dp_factor_init(&m->theta[i], attrs, k, c->sizes) != DP_OK)
+            return DP_ECORRUPT;
+        m->n_factors++;
+        for (uint64_t x = 0; x < m->theta[i].cells; x++)
+            if (!isfinite(m->theta[i].v[x] = dp_reader_f64(r)))
+                return DP_ECORRUPT;
+    }
+    if (dp_reader_status(r) != DP_OK)
+        return DP_ECORRUPT;
+    return rebuild(m) == DP_OK ? DP_OK : DP_ECORRUPT;
+}
+
+const dp_mmodel_ops dp_mmodel_pgm = {
+    .name = "pgm",
+    .create = pgm_create,
+    .destroy = pgm_destroy,
+    .copy = pgm_copy,
+    .total = pgm_total,
+    .marginal = pgm_marginal,
+    .fit = pgm_fit,
+    .average = pgm_average,
+    .rows = pgm_rows,
+    .save = pgm_save,
+    .load = pgm_load,
+};
