@@ -45,7 +45,11 @@ static int simple_add(dp_counter *c, int64_t x, int64_t *out)
     int64_t z = c->cfg.budget.model == DP_PRIVACY_PURE ? dp_dlap_sample(&s->dlap, &g)
                                                        : dp_dgauss_sample(&s->dgauss, &g);
     dp_drbg_wipe(&g);
-    s->noisy_sum += x + z;
+    /* Checked: a restored (or absurdly large) sum must give DP_ERANGE, not overflow. */
+    int64_t sum;
+    if (__builtin_add_overflow(x, z, &sum) || __builtin_add_overflow(s->noisy_sum, sum, &sum))
+        return DP_ERANGE;
+    s->noisy_sum = sum;
     *out = s->noisy_sum;
     return DP_OK;
 }

@@ -112,6 +112,7 @@ typedef struct marginal_release {
     wl_state            *wl;
     double               last_total;
     uint64_t             last_rows;
+    int                  clamped;      /* the last release was cut at max_release_rows */
     /* scratch */
     int64_t             *d;           /* W(∇f_t), all workloads' cells */
     double              *base;        /* W(g_{t-1}) + W(∇f_t) */
@@ -594,6 +595,7 @@ static int emit_event(marginal_release *m, uint64_t step, uint64_t records, cons
         .synthesizer = NAME,
         .mode = DP_RELEASE_FULL,
         .record_count = records,
+        .clamped = m->clamped,
         .debias = kv,
         .n_debias = n,
     };
@@ -665,8 +667,13 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
         m->exhausted = 1;   /* fail closed: a half-spent step is not continued */
         return rc;
     }
+    /* The row count is the rounded noisy total, cut at max_release_rows
+     * (a public configuration) and flagged: a release never grows without bound. */
     double t = m->last_total;
-    m->last_rows = t > 0 ? (uint64_t)llround(t < 1e12 ? t : 1e12) : 0;
+    m->last_rows = t > 0 ? (uint64_t)llround(t < 1e15 ? t : 1e15) : 0;
+    m->clamped = m->last_rows > c->max_release_rows;
+    if (m->clamped)
+        m->last_rows = c->max_release_rows;
     m->next_id = 0;
     m->sink = sink;
     dp_drbg g;

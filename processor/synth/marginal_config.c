@@ -16,7 +16,8 @@
 
 static const char *const KEYS[] = {"synthesizer", "attributes", "workloads", "horizon", "epsilon", "rho",
                                    "selections_per_step", "counter", "method", "fit", "fit_iterations",
-                                   "max_rows_per_user", "neighbors", "delta", "max_model_cells", NULL};
+                                   "max_rows_per_user", "neighbors", "delta", "max_model_cells",
+                                   "max_release_rows", NULL};
 
 void dp_marginal_config_free(dp_marginal_config *c)
 {
@@ -187,7 +188,8 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
     c->counter_kind = DP_COUNTER_SIMPLE;
     c->fit_iterations = 10;
     c->delta = 1e-6;
-    c->max_model_cells = (uint64_t)1 << 24;
+    c->max_model_cells = (uint64_t)1 << 20;
+    c->max_release_rows = 100000000;
     if (!json_is_object(cfg))
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
     const char *key;
@@ -294,6 +296,10 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
     }
     if ((v = json_object_get(cfg, "max_model_cells")) &&
         (rc = dp_cfg_uint(v, NAME, "max_model_cells", 1024, (uint64_t)1 << 30, &c->max_model_cells, errstr,
+                          errstr_size)))
+        goto fail;
+    if ((v = json_object_get(cfg, "max_release_rows")) &&
+        (rc = dp_cfg_uint(v, NAME, "max_release_rows", 1, (uint64_t)1 << 40, &c->max_release_rows, errstr,
                           errstr_size)))
         goto fail;
     return DP_OK;

@@ -16,7 +16,9 @@
  *   neighbors           "add_remove" (default: one event more or less) | "replace"
  *                       (one event's row changed)
  *   delta               δ for the zCDP → (ε, δ) figures (default 1e-6)
- *   max_model_cells     the pgm fit's junction-tree size limit (default 2^24) */
+ *   max_model_cells     the pgm fit's junction-tree size limit in cells (default 2^20)
+ *   max_release_rows    a release with more rows is cut to this many and flagged
+ *                       `clamped` (default 10^8) */
 #ifndef DP_MARGINAL_CONFIG_H
 #define DP_MARGINAL_CONFIG_H
 
@@ -70,6 +72,7 @@ typedef struct dp_marginal_config {
     int                   replace;
     double                delta;
     uint64_t              max_model_cells;
+    uint64_t              max_release_rows;
 } dp_marginal_config;
 
 int  dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size);

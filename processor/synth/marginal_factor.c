@@ -132,10 +132,20 @@ static uint32_t mask_attrs(uint64_t m, uint32_t *out)
     return k;
 }
 
+static void memo_clear(dp_jtree *jt)
+{
+    for (size_t i = 0; i < jt->n_memo; i++)
+        dp_factor_free(&jt->memo[i]);
+    jt->n_memo = 0;
+}
+
 void dp_jtree_free(dp_jtree *jt)
 {
     if (!jt)
         return;
+    memo_clear(jt);
+    free(jt->memo);
+    free(jt->memo_key);
     for (uint32_t i = 0; i < jt->n_cliques; i++) {
         if (jt->belief)
             dp_factor_free(&jt->belief[i]);
@@ -291,6 +301,7 @@ int dp_jtree_find(const dp_jtree *jt, const uint32_t *attrs, uint32_t k)
 
 int dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes)
 {
+    memo_clear(jt);
     for (uint32_t i = 0; i < jt->n_cliques; i++) {
         const dp_factor *lp = &jt->logpot[i];
         double mx = -INFINITY;
@@ -362,9 +373,54 @@ static int product_onto(const dp_factor *a, const dp_factor *b, const uint32_t *
     return DP_OK;
 }
 
-/* P(attrs(sub2) | attrs(sub1)) from clique K's belief: marg(K → sub1 ∪ sub2) / marg(K → sub1). */
-static int conditional(const dp_jtree *jt, uint32_t K, const uint32_t *given, uint32_t kg, const uint32_t *also,
+/* P(attrs(sub2) | attrs(sub1)) from clique K's belief: marg(K → sub1 ∪ sub2) / marg(K → sub1),
+ * computed once per calibration (jt->memo) and copied into *out. */
+static int conditional_uncached(const dp_jtree *jt, uint32_t K, const uint32_t *given, uint32_t kg,
+                                const uint32_t *also, uint32_t ka, const uint32_t *sizes, dp_factor *out);
+
+static int conditional(const dp_jtree *cjt, uint32_t K, const uint32_t *given, uint32_t kg, const uint32_t *also,
                        uint32_t ka, const uint32_t *sizes, dp_factor *out)
+{
+    dp_jtree *jt = (dp_jtree *)cjt;   /* the memo is a cache of the calibrated beliefs */
+    uint64_t gm = 0, am = 0;
+    for (uint32_t i = 0; i < kg; i++)
+        gm |= (uint64_t)1 << given[i];
+    for (uint32_t i = 0; i < ka; i++)
+        am |= (uint64_t)1 << also[i];
+    size_t hit = SIZE_MAX;
+    for (size_t i = 0; i < jt->n_memo && hit == SIZE_MAX; i++)
+        if (jt->memo_key[i][0] == K && jt->memo_key[i][1] == gm && jt->memo_key[i][2] == am)
+            hit = i;
+    if (hit == SIZE_MAX) {
+        if (jt->n_memo == jt->cap_memo) {
+            size_t cap = jt->cap_memo ? jt->cap_memo * 2 : 64;
+            dp_factor *f = realloc(jt->memo, cap * sizeof *f);
+            if (!f)
+                return DP_ENOMEM;
+            jt->memo = f;
+            uint64_t(*k)[3] = realloc(jt->memo_key, cap * sizeof *k);
+            if (!k)
+                return DP_ENOMEM;
+            jt->memo_key = k;
+            jt->cap_memo = cap;
+        }
+        int rc = conditional_uncached(jt, K, given, kg, also, ka, sizes, &jt->memo[jt->n_memo]);
+        if (rc != DP_OK)
+            return rc;
+        jt->memo_key[jt->n_memo][0] = K;
+        jt->memo_key[jt->n_memo][1] = gm;
+        jt->memo_key[jt->n_memo][2] = am;
+        hit = jt->n_memo++;
+    }
+    const dp_factor *src = &jt->memo[hit];
+    int rc = dp_factor_init(out, src->attrs, src->k, sizes);
+    if (rc == DP_OK)
+        memcpy(out->v, src->v, src->cells * sizeof *src->v);
+    return rc;
+}
+
+static int conditional_uncached(const dp_jtree *jt, uint32_t K, const uint32_t *given, uint32_t kg,
+                                const uint32_t *also, uint32_t ka, const uint32_t *sizes, dp_factor *out)
 {
     uint32_t u[2 * DP_FACTOR_MAX_ATTRS], ku = 0;
     for (uint32_t x = 0; x < 64; x++) {
@@ -440,10 +496,9 @@ int dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t 
             s[j] = s[j - 1];
             s[j - 1] = t;
         }
-    int rc = dp_factor_init(&phi, s, ks, sizes);
+    int rc = conditional(jt, path[0], NULL, 0, s, ks, sizes, &phi);
     if (rc != DP_OK)
         return rc;
-    dp_factor_sum_into(k0, &phi, sizes);
     for (uint32_t j = 1; j < m; j++) {
         const dp_factor *kj = &jt->belief[path[j]];
         /* given = K_{j-1} ∩ K_j (phi's attributes other than a), also = next separator (or b) */

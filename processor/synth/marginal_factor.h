@@ -43,6 +43,11 @@ typedef struct dp_jtree {
     int32_t   *parent;    /* -1 for a root */
     uint32_t  *order;     /* cliques in breadth-first order from the roots */
     uint64_t   cells;     /* Σ cells over cliques */
+    /* Conditional tables computed since the last calibration, reused by the
+     * pair queries that cross the same cliques (a cache: not state). */
+    size_t     n_memo, cap_memo;
+    uint64_t (*memo_key)[3];
+    dp_factor *memo;
 } dp_jtree;
 
 /* The junction tree of the Markov graph whose cliques are groups[0..n)

@@ -199,37 +199,48 @@ static int mw_average(dp_mmodel *acc, const dp_mmodel *h, uint32_t l)
     return DP_OK;
 }
 
+void dp_marginal_round_counts(const double *w, uint64_t c, uint64_t n, dp_drbg *g, uint64_t *out)
+{
+    double sum = 0, s = 0;
+    for (uint64_t i = 0; i < c; i++)
+        sum += w[i] > 0 ? w[i] : 0;
+    double u = (double)(dp_drbg_u64(g) >> 11) * 0x1.0p-53;
+    uint64_t given = 0;
+    for (uint64_t i = 0; i < c; i++) {
+        double prev = floor(s + u);
+        s += sum > 0 ? (w[i] > 0 ? w[i] : 0) * (double)n / sum : (double)n / (double)c;
+        /* the last cell takes what is left: the total is n whatever the rounding of s */
+        uint64_t k = i + 1 == c ? n - given : (uint64_t)(floor(s + u) - prev);
+        if (given + k > n)
+            k = n - given;
+        out[i] = k;
+        given += k;
+    }
+}
+
 int dp_marginal_rows_from_counts(const dp_marginal_config *c, const double *counts, uint64_t n, dp_drbg *g,
                                  dp_mrow_fn emit, void *ctx)
 {
     uint64_t cells = domain_cells(c);
-    double sum = 0;
-    for (uint64_t x = 0; x < cells; x++)
-        sum += counts[x] > 0 ? counts[x] : 0;
-    if (n == 0 || !(sum > 0))
+    if (n == 0)
         return DP_OK;
-    double u = (double)(dp_drbg_u64(g) >> 11) * 0x1.0p-53, s = 0;
-    uint64_t emitted = 0;
+    uint64_t *k = malloc(cells * sizeof *k);
+    if (!k)
+        return DP_ENOMEM;
+    dp_marginal_round_counts(counts, cells, n, g, k);
     int32_t row[DP_MARGINAL_MAX_ATTRS] = {0};
-    for (uint64_t x = 0; x < cells; x++) {
-        double prev = floor(s + u);
-        s += (counts[x] > 0 ? counts[x] : 0) * (double)n / sum;
-        uint64_t k = x + 1 == cells ? n - emitted : (uint64_t)(floor(s + u) - prev);
-        if (emitted + k > n)
-            k = n - emitted;
-        for (uint64_t j = 0; j < k; j++) {
-            int rc = emit(ctx, row);
-            if (rc != 0)
-                return rc;
-        }
-        emitted += k;
+    int rc = 0;
+    for (uint64_t x = 0; x < cells && rc == 0; x++) {
+        for (uint64_t j = 0; j < k[x] && rc == 0; j++)
+            rc = emit(ctx, row);
         for (uint32_t a = c->n_attrs; a-- > 0;) {   /* row = digits of x + 1 */
             if ((uint32_t)++row[a] < c->sizes[a])
                 break;
             row[a] = 0;
         }
     }
-    return DP_OK;
+    free(k);
+    return rc;
 }
 
 static int mw_rows(const dp_mmodel *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx)

@@ -51,7 +51,18 @@ struct dp_mmodel {
     int32_t   *home;        /* per factor: the junction-tree clique holding it */
     int        calibrated;
     double     total;
+    /* W(p) per configured workload since the potentials last changed (a
+     * cache: selection asks for every workload's marginal K + 1 times a step) */
+    double   **wcache;
+    uint8_t   *wvalid;
 };
+
+static void invalidate(dp_mmodel *m)
+{
+    m->calibrated = 0;
+    if (m->wvalid)
+        memset(m->wvalid, 0, m->cfg->n_workloads);
+}
 
 static void clear(dp_mmodel *m)
 {
@@ -63,7 +74,7 @@ static void clear(dp_mmodel *m)
     m->theta = NULL;
     m->home = NULL;
     m->n_factors = 0;
-    m->calibrated = 0;
+    invalidate(m);
 }
 
 /* Junction tree of the current factors, their potentials summed into it. */
@@ -91,7 +102,7 @@ static int rebuild(dp_mmodel *m)
             return DP_ESTATE;
         dp_factor_add(&m->jt.logpot[m->home[i]], &m->theta[i], c->sizes);
     }
-    m->calibrated = 0;
+    invalidate(m);
     return DP_OK;
 }
 
@@ -104,6 +115,17 @@ static int calibrate(dp_mmodel *m)
     return rc;
 }
 
+static void pgm_destroy_parts(dp_mmodel *m)
+{
+    clear(m);
+    if (m->wcache)
+        for (size_t i = 0; i < m->cfg->n_workloads; i++)
+            free(m->wcache[i]);
+    free(m->wcache);
+    free(m->wvalid);
+    free(m);
+}
+
 static int pgm_create(dp_mmodel **out, const dp_marginal_config *c, char *errstr, size_t errstr_size)
 {
     *out = NULL;
@@ -111,10 +133,11 @@ static int pgm_create(dp_mmodel **out, const dp_marginal_config *c, char *errstr
     if (!m)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     m->cfg = c;
-    int rc = rebuild(m);   /* no factors: independent uniform attributes */
+    m->wcache = calloc(c->n_workloads, sizeof *m->wcache);
+    m->wvalid = calloc(c->n_workloads, 1);
+    int rc = m->wcache && m->wvalid ? rebuild(m) : DP_ENOMEM;   /* no factors: independent uniform attributes */
     if (rc != DP_OK) {
-        clear(m);
-        free(m);
+        pgm_destroy_parts(m);
         return dp_err(errstr, errstr_size, rc, "marginal: cannot build the pgm model");
     }
     *out = m;
@@ -123,10 +146,8 @@ static int pgm_create(dp_mmodel **out, const dp_marginal_config *c, char *errstr
 
 static void pgm_destroy(dp_mmodel *m)
 {
-    if (!m)
-        return;
-    clear(m);
-    free(m);
+    if (m)
+        pgm_destroy_parts(m);
 }
 
 static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
@@ -142,19 +163,39 @@ static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
         dst->n_factors++;
         memcpy(dst->theta[i].v, src->theta[i].v, src->theta[i].cells * sizeof *src->theta[i].v);
     }
-    return rebuild(dst);
+    int rc = rebuild(dst);
+    /* the same potentials: the same workload marginals */
+    for (size_t w = 0; w < src->cfg->n_workloads && rc == DP_OK; w++) {
+        if (!src->wvalid[w])
+            continue;
+        if (!dst->wcache[w] && !(dst->wcache[w] = malloc(src->cfg->workloads[w].cells * sizeof(double))))
+            return DP_ENOMEM;
+        memcpy(dst->wcache[w], src->wcache[w], src->cfg->workloads[w].cells * sizeof(double));
+        dst->wvalid[w] = 1;
+    }
+    return rc;
 }
 
 static double pgm_total(const dp_mmodel *m) { return m->total; }
 
 static int pgm_marginal(const dp_mmodel *cm, const dp_marginal_workload *w, double *out)
 {
-    dp_mmodel *m = (dp_mmodel *)cm;   /* calibration is a cache of the potentials */
-    int rc = calibrate(m);
-    if (rc == DP_OK)
-        rc = dp_jtree_marginal(&m->jt, m->cfg->sizes, w->attrs, w->k, out);
-    if (rc != DP_OK)
-        return rc;
+    dp_mmodel *m = (dp_mmodel *)cm;   /* calibration and wcache are caches of the potentials */
+    size_t wi = (size_t)(w - m->cfg->workloads);
+    int cached = wi < m->cfg->n_workloads;
+    if (cached && m->wvalid[wi]) {
+        memcpy(out, m->wcache[wi], w->cells * sizeof *out);
+    } else {
+        int rc = calibrate(m);
+        if (rc == DP_OK)
+            rc = dp_jtree_marginal(&m->jt, m->cfg->sizes, w->attrs, w->k, out);
+        if (rc != DP_OK)
+            return rc;
+        if (cached && (m->wcache[wi] || (m->wcache[wi] = malloc(w->cells * sizeof *out)))) {
+            memcpy(m->wcache[wi], out, w->cells * sizeof *out);
+            m->wvalid[wi] = 1;
+        }
+    }
     for (uint64_t c = 0; c < w->cells; c++)
         out[c] *= m->total;
     return DP_OK;
@@ -200,6 +241,8 @@ static int factor_of(dp_mmodel *m, const dp_marginal_workload *w, int *idx)
 static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, uint32_t iterations)
 {
     m->total = total > 0 ? total : 0;
+    if (m->wvalid)   /* cached marginals are scaled by the total */
+        memset(m->wvalid, 0, m->cfg->n_workloads);
     double scale = m->total > 1 ? m->total : 1;
     int *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx)
@@ -245,7 +288,7 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
             }
             dp_factor_add(&m->jt.logpot[m->home[idx[i]]], &delta, m->cfg->sizes);
             dp_factor_free(&delta);
-            m->calibrated = 0;
+            invalidate(m);
         }
     free(mu);
     free(idx);
@@ -256,25 +299,6 @@ static int pgm_average(dp_mmodel *acc, const dp_mmodel *h, uint32_t l)
 {
     (void)l;   /* models do not average: g_t = h_{t,K} (header) */
     return pgm_copy(acc, h);
-}
-
-/* Systematic rounding of n over weights w[0..c): counts summing to n exactly. */
-static void round_counts(const double *w, uint64_t c, uint64_t n, dp_drbg *g, uint64_t *out)
-{
-    double sum = 0, s = 0;
-    for (uint64_t i = 0; i < c; i++)
-        sum += w[i] > 0 ? w[i] : 0;
-    double u = (double)(dp_drbg_u64(g) >> 11) * 0x1.0p-53;
-    uint64_t given = 0;
-    for (uint64_t i = 0; i < c; i++) {
-        double prev = floor(s + u);
-        s += sum > 0 ? (w[i] > 0 ? w[i] : 0) * (double)n / sum : (double)n / (double)c;
-        uint64_t k = i + 1 == c ? n - given : (uint64_t)(floor(s + u) - prev);
-        if (given + k > n)
-            k = n - given;
-        out[i] = k;
-        given += k;
-    }
 }
 
 static int row_lex_cmp(const int32_t *x, const int32_t *y, uint32_t p)
@@ -315,7 +339,7 @@ static int pgm_rows(const dp_mmodel *cm, uint64_t n, dp_drbg *g, dp_mrow_fn emit
         rc = DP_ENOMEM;
         goto out;
     }
-    round_counts(root->v, root->cells, n, g, counts);
+    dp_marginal_round_counts(root->v, root->cells, n, g, counts);
     uint64_t r = 0;
     for (uint64_t x = 0; x < root->cells; x++) {
         uint64_t rest = x;
@@ -387,7 +411,7 @@ static int pgm_rows(const dp_mmodel *cm, uint64_t n, dp_drbg *g, dp_mrow_fn emit
             uint64_t lo = cnt[s], hi = cnt[s + 1], ns = hi - lo;
             if (ns == 0)
                 continue;
-            round_counts(cond + s * new_cells, new_cells, ns, g, counts);
+            dp_marginal_round_counts(cond + s * new_cells, new_cells, ns, g, counts);
             for (uint64_t i = ns; i > 1; i--) {   /* Fisher–Yates over the group */
                 uint64_t j = dp_drbg_uniform(g, i);
                 uint64_t t = perm[lo + i - 1];

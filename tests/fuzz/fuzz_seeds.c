@@ -32,7 +32,7 @@ static int seed(const char *dir, int which, int steps)
                            .kind = table ? DP_UPDATE_INSERT : DP_UPDATE_REPORT,
                            .entity_id = id, .entity_id_len = strlen(id),
                            .payload = {.kind = table ? DP_PAYLOAD_ROW : DP_PAYLOAD_CATEGORY, .category = (i + t) % 2,
-                                       .row = row, .row_len = which == 2 ? 3 : 2}};
+                                       .row = row, .row_len = which == 3 ? 2 : 3}};
             dp_reject_reason why;
             dp_synth_ingest(s, &u, &why);
         }
