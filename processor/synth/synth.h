@@ -146,8 +146,10 @@ typedef struct dp_budget_event {
     double            budget_total;
     /* The exact ledger (accountant.h): the spends in integer units of
      * budget_total / budget_units; spent_units_total is exactly the sum of
-     * the steps' spent_units_step, and equals budget_units when the plan
-     * has spent it all (then spent_total == budget_total exactly too). */
+     * the steps' spent_units_step (for an event-level synthesizer such as
+     * marginal, whose steps compose in parallel, their maximum), and equals
+     * budget_units when the plan has spent it all (then spent_total ==
+     * budget_total exactly too). */
     uint64_t          spent_units_step;
     uint64_t          spent_units_total;
     uint64_t          budget_units;
