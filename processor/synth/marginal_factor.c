@@ -337,7 +337,9 @@ int dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes)
     return DP_OK;
 }
 
-/* out = Σ onto `keep` of (a × b), a and b over any attributes. */
+/* out = Σ onto `keep` of (a × b), a and b over any attributes: one pass over
+ * the union's cells with three running indices (nothing of that size is
+ * allocated). */
 static int product_onto(const dp_factor *a, const dp_factor *b, const uint32_t *keep, uint32_t kk,
                         const uint32_t *sizes, dp_factor *out)
 {
@@ -356,20 +358,22 @@ static int product_onto(const dp_factor *a, const dp_factor *b, const uint32_t *
         c *= sizes[u[i]];
     if (ku > DP_FACTOR_MAX_ATTRS || c > (double)MAX_QUERY_CELLS)
         return DP_ERANGE;
-    dp_factor t;
-    int rc = dp_factor_init(&t, u, ku, sizes);
-    if (rc == DP_OK)
-        rc = dp_factor_init(out, keep, kk, sizes);
-    if (rc != DP_OK) {
-        dp_factor_free(&t);
+    int rc = dp_factor_init(out, keep, kk, sizes);
+    if (rc != DP_OK)
         return rc;
+    dp_factor shape = {.k = ku};   /* the union, values never allocated */
+    memcpy(shape.attrs, u, ku * sizeof *u);
+    odo oa, ob, oo;
+    odo_init(&oa, &shape, a, sizes);
+    odo_init(&ob, &shape, b, sizes);
+    odo_init(&oo, &shape, out, sizes);
+    uint64_t cells = (uint64_t)c;
+    for (uint64_t i = 0; i < cells; i++) {
+        out->v[oo.idx] += a->v[oa.idx] * b->v[ob.idx];
+        odo_next(&oa);
+        odo_next(&ob);
+        odo_next(&oo);
     }
-    for (uint64_t i = 0; i < t.cells; i++)
-        t.v[i] = 1;
-    dp_factor_mul(&t, a, sizes, 0);
-    dp_factor_mul(&t, b, sizes, 0);
-    dp_factor_sum_into(&t, out, sizes);
-    dp_factor_free(&t);
     return DP_OK;
 }
 
@@ -445,6 +449,8 @@ static int conditional_uncached(const dp_jtree *jt, uint32_t K, const uint32_t *
     return DP_OK;
 }
 
+static int pair_chain(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, double *out);
+
 int dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, uint32_t k, double *out)
 {
     int K = dp_jtree_find(jt, attrs, k);
@@ -460,6 +466,27 @@ int dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t 
     }
     if (k != 2)
         return DP_ERANGE;
+    /* Carry the attribute with fewer categories along the path (the chain's
+     * tables are that attribute × separators), then transpose if swapped. */
+    if (sizes[attrs[1]] < sizes[attrs[0]]) {
+        uint32_t sw[2] = {attrs[1], attrs[0]};
+        dp_factor tmp;
+        int rc = dp_factor_init(&tmp, attrs, 2, sizes);   /* cell order of (attrs[0], attrs[1]) */
+        if (rc != DP_OK)
+            return rc;
+        rc = pair_chain(jt, sizes, sw, tmp.v);   /* fills P(attrs[0], attrs[1]) in ascending order */
+        if (rc == DP_OK)
+            memcpy(out, tmp.v, tmp.cells * sizeof *out);
+        dp_factor_free(&tmp);
+        return rc;
+    }
+    return pair_chain(jt, sizes, attrs, out);
+}
+
+/* P(attrs[0], attrs[1]) for two attributes in different cliques, carrying
+ * attrs[0] along the tree path; out in ascending attribute order. */
+static int pair_chain(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, double *out)
+{
     /* a and b in different cliques: along the tree path Ka = K0, …, Km = Kb,
      * φ_j(a, S_{j+1}) = Σ_{S_j} φ_{j-1}(a, S_j) · P(S_{j+1} | S_j) and finally
      * P(a, b) = Σ_{S_m} φ_{m-1}(a, S_m) · P(b | S_m): each step only sums
@@ -543,9 +570,10 @@ int dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t 
             return rc;
         phi = next;
     }
-    /* phi is over {a, b}, ascending = attrs */
+    /* phi is over {a, b}; written out in ascending attribute order */
+    uint32_t asc[2] = {attrs[0] < attrs[1] ? attrs[0] : attrs[1], attrs[0] < attrs[1] ? attrs[1] : attrs[0]};
     dp_factor f;
-    rc = dp_factor_init(&f, attrs, 2, sizes);
+    rc = dp_factor_init(&f, asc, 2, sizes);
     if (rc == DP_OK) {
         dp_factor_sum_into(&phi, &f, sizes);
         memcpy(out, f.v, f.cells * sizeof *out);

@@ -150,8 +150,48 @@ static void pgm_destroy(dp_mmodel *m)
         pgm_destroy_parts(m);
 }
 
+static int same_structure(const dp_mmodel *a, const dp_mmodel *b)
+{
+    if (a->n_factors != b->n_factors || a->jt.n_cliques != b->jt.n_cliques)
+        return 0;
+    for (uint32_t i = 0; i < a->n_factors; i++)
+        if (a->theta[i].k != b->theta[i].k ||
+            memcmp(a->theta[i].attrs, b->theta[i].attrs, a->theta[i].k * sizeof *a->theta[i].attrs) != 0)
+            return 0;
+    return 1;
+}
+
+static void copy_values(dp_factor *dst, const dp_factor *src)
+{
+    memcpy(dst->v, src->v, src->cells * sizeof *src->v);
+}
+
 static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
 {
+    if (same_structure(dst, src)) {
+        /* the common case (h = g each step, g = h at its end): same cliques,
+         * so the same junction tree — copy values, keep the calibration */
+        for (uint32_t i = 0; i < src->n_factors; i++)
+            copy_values(&dst->theta[i], &src->theta[i]);
+        for (uint32_t i = 0; i < src->jt.n_cliques; i++) {
+            copy_values(&dst->jt.logpot[i], &src->jt.logpot[i]);
+            copy_values(&dst->jt.belief[i], &src->jt.belief[i]);
+            copy_values(&dst->jt.up[i], &src->jt.up[i]);
+        }
+        dst->calibrated = src->calibrated;
+        dst->total = src->total;
+        memcpy(dst->wvalid, src->wvalid, src->cfg->n_workloads);
+        for (size_t w = 0; w < src->cfg->n_workloads; w++) {
+            if (!src->wvalid[w])
+                continue;
+            if (!dst->wcache[w] && !(dst->wcache[w] = malloc(src->cfg->workloads[w].cells * sizeof(double)))) {
+                dst->wvalid[w] = 0;
+                continue;
+            }
+            memcpy(dst->wcache[w], src->wcache[w], src->cfg->workloads[w].cells * sizeof(double));
+        }
+        return DP_OK;
+    }
     clear(dst);
     dst->total = src->total;
     if (src->n_factors && !(dst->theta = calloc(src->n_factors, sizeof *dst->theta)))
