@@ -467,6 +467,49 @@ static void test_shards_merge(void)
     json_decref(j);
 }
 
+/* dp_marginal_round_counts hands out exactly n rows whatever the weights:
+ * ordinary weights get floor or ceil of their share (systematic rounding),
+ * and weights near DBL_MAX, inf, NaN or all non-positive (a corrupt or
+ * extreme restored model) neither overflow nor lose the total. */
+static void test_round_counts(void)
+{
+    dp_key key;
+    memset(&key, 7, sizeof key);
+    dp_drbg g;
+    dp_drbg_init(&g, &key, "round", 5, 1, "test.round");
+    const double ordinary[5] = {1, 2, 3, 4, 0};
+    uint64_t out[5];
+    for (int rep = 0; rep < 50; rep++) {
+        dp_marginal_round_counts(ordinary, 5, 1001, &g, out);
+        uint64_t sum = 0;
+        for (int i = 0; i < 5; i++) {
+            double share = 1001.0 * ordinary[i] / 10.0;
+            CU_ASSERT(out[i] >= (uint64_t)floor(share) && out[i] <= (uint64_t)ceil(share));
+            sum += out[i];
+        }
+        CU_ASSERT_EQUAL(sum, 1001);
+        CU_ASSERT_EQUAL(out[4], 0);
+    }
+    const double extreme[4][4] = {
+        {1.7e308, 1.7e308, 1.7e308, 0},
+        {INFINITY, 1, 1, 2},
+        {NAN, 1, 0, 1},
+        {-1, 0, -5, 0},
+    };
+    for (int t = 0; t < 4; t++) {
+        dp_marginal_round_counts(extreme[t], 4, 999, &g, out);
+        uint64_t sum = 0;
+        for (int i = 0; i < 4; i++)
+            sum += out[i];
+        CU_ASSERT_EQUAL(sum, 999);
+    }
+    dp_marginal_round_counts(extreme[0], 4, 999, &g, out);
+    CU_ASSERT(out[0] >= 332 && out[0] <= 334 && out[3] == 0);
+    dp_marginal_round_counts(extreme[3], 4, 1000, &g, out);   /* no positive weight: evenly */
+    CU_ASSERT(out[0] == 250 && out[1] == 250 && out[2] == 250 && out[3] == 250);
+    dp_drbg_wipe(&g);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
@@ -479,6 +522,7 @@ int main(void)
         {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
         {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},
         {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
+        {"row rounding: exactly n rows, extreme weights neither overflow nor lose rows", test_round_counts},
         {NULL, NULL},
     };
     return dptest_run("marginal", cases);
