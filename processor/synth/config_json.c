@@ -4,6 +4,7 @@
 #include "core/dp_error.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 int dp_cfg_key_known(const char *k, const char *const *keys)
@@ -85,3 +86,20 @@ int dp_cfg_counter_parse(const json_t *v, const char *name, dp_cfg_counter *c, c
     return DP_OK;
 }
 
+
+int dp_cfg_choice(const json_t *v, const char *name, const char *what, const char *const *names, int *out,
+                  char *errstr, size_t errstr_size)
+{
+    if (!v)
+        return DP_OK;
+    for (int i = 0; json_is_string(v) && names[i]; i++)
+        if (strcmp(json_string_value(v), names[i]) == 0) {
+            *out = i;
+            return DP_OK;
+        }
+    char list[256] = "";
+    size_t n = 0;
+    for (int i = 0; names[i] && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s\"%s\"", i ? ", " : "", names[i]);
+    return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be one of %s", name, what, list);
+}

@@ -17,6 +17,10 @@ int dp_cfg_uint(const json_t *v, const char *name, const char *what, uint64_t lo
 /* A finite JSON number. */
 int dp_cfg_real(const json_t *v, const char *name, const char *what, double *out, char *errstr,
                 size_t errstr_size);
+/* An optional string that must be one of names (NULL-terminated): *out =
+ * its index; absent: *out unchanged. */
+int dp_cfg_choice(const json_t *v, const char *name, const char *what, const char *const *names, int *out,
+                  char *errstr, size_t errstr_size);
 /* 1 if k is in the NULL-terminated list. */
 int dp_cfg_key_known(const char *k, const char *const *keys);
 

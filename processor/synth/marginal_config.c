@@ -167,20 +167,6 @@ static int parse_workloads(dp_marginal_config *c, const json_t *v, char *errstr,
     return rc;
 }
 
-static int parse_choice(const json_t *v, const char *what, const char *const *names, int *out, char *errstr,
-                        size_t errstr_size)
-{
-    if (!v)
-        return DP_OK;
-    for (int i = 0; json_is_string(v) && names[i]; i++)
-        if (strcmp(json_string_value(v), names[i]) == 0) {
-            *out = i;
-            return DP_OK;
-        }
-    return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": %s must be one of \"%s\", \"%s\"%s%s%s", what, names[0],
-                  names[1], names[2] ? ", \"" : "", names[2] ? names[2] : "", names[2] ? "\"" : "");
-}
-
 int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
 {
     memset(c, 0, sizeof *c);
@@ -246,9 +232,9 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
     static const char *const FITS[] = {"mw", "pgm", "auto", NULL};
     static const char *const NEIGHBORS[] = {"add_remove", "replace", NULL};
     int method = 0, fit = 2, nb = 0;
-    if ((rc = parse_choice(json_object_get(cfg, "method"), "method", METHODS, &method, errstr, errstr_size)) ||
-        (rc = parse_choice(json_object_get(cfg, "fit"), "fit", FITS, &fit, errstr, errstr_size)) ||
-        (rc = parse_choice(json_object_get(cfg, "neighbors"), "neighbors", NEIGHBORS, &nb, errstr, errstr_size)))
+    if ((rc = dp_cfg_choice(json_object_get(cfg, "method"), NAME, "method", METHODS, &method, errstr, errstr_size)) ||
+        (rc = dp_cfg_choice(json_object_get(cfg, "fit"), NAME, "fit", FITS, &fit, errstr, errstr_size)) ||
+        (rc = dp_cfg_choice(json_object_get(cfg, "neighbors"), NAME, "neighbors", NEIGHBORS, &nb, errstr, errstr_size)))
         goto fail;
     c->method = (dp_marginal_method)method;
     c->replace = nb == 1;

@@ -19,11 +19,13 @@
 extern const dp_synth_ops dp_synth_ops_window;
 extern const dp_synth_ops dp_synth_ops_cumulative;
 extern const dp_synth_ops dp_synth_ops_marginal;
+extern const dp_synth_ops dp_synth_ops_spatial;
 
 static const dp_synth_ops *const REGISTRY[] = {
     &dp_synth_ops_window,
     &dp_synth_ops_cumulative,
     &dp_synth_ops_marginal,
+    &dp_synth_ops_spatial,
     NULL,
 };
 

@@ -54,6 +54,9 @@ static inline int tk_record(void *ctx, const dp_synth_record *r)
     dp_buf_put_u64(&s->out, r->value.row_len);
     for (size_t i = 0; i < r->value.row_len; i++)
         dp_buf_put_u32(&s->out, (uint32_t)r->value.row[i]);
+    dp_buf_put_u64(&s->out, r->value.point_len);
+    for (size_t i = 0; i < r->value.point_len; i++)
+        dp_buf_put_f64(&s->out, r->value.point[i]);
     s->records++;
     if (s->on_record)
         s->on_record(s->hook_ctx, r);

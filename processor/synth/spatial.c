@@ -1,0 +1,732 @@
+/* spatial.c — the release half of `spatial`: PHDStream (Kumar, Strohmer,
+ * Vershynin 2024, seed 002 §4, Alg. 1–2; ALGORITHMS.md §6).
+ *
+ * Per release step t (input steps 1..t₀ are release step 1):
+ *   c_t   = base_{t-1} + ∇_t on every cell (vertex sums)
+ *   T_t   = PrivTree(c_t) grown breadth-first from the root over the box
+ *   for each leaf v of T_t: counter_v.count(∇f_t(v))        (selective counting)
+ *   g_t   = E(counter outputs): the consistent extension (value a at v
+ *           goes to v and all its ancestors, a/2^k to descendants k levels
+ *           down), kept per materialised node as A + C + D (seed 002 §4.3's
+ *           compute-efficient form: A(child) = (A(v)+C(v))/2, D(v) = Σ_children
+ *           (C + D), C = the node's counter output)
+ *   release round⁺(g_t(v)) uniform points in each leaf v of T_t.
+ *
+ * Variants.  PrivTree's privacy proof (Zhang et al. 2016, Thm 4.2) needs
+ * c(child) <= c(parent), which negative counter outputs and deletions
+ * break.  "paper" feeds base = g_{t-1}, ∇ = ∇f_t (net) as published.
+ * "safe" (the default) feeds base = the released synthetic data's measure
+ * (round⁺ counts of T_{t-1}'s leaves, spread uniformly below them: non-
+ * negative and consistent) and ∇ = ∇f⁺_t, the insertions only (a non-
+ * negative measure), so c_t is a non-negative measure and monotone.  The
+ * counters count the net ∇f_t in both.
+ *
+ * Privacy (pure ε per user, s = sensitivity events per user, event-level
+ * when s is absent).  Every event is an INSERT or DELETE at one input
+ * step, so it changes ∇f_t (and ∇f⁺_t) of one release step by ±1 on one
+ * root-to-leaf path; base_{t-1} is post-processing of earlier releases.
+ *  - tree: PrivTree at ε_tree = f·ε/s per step costs ε_tree for that event
+ *    (Thm 4.2 with fanout β = 2: λ = (2β-1)/((β-1)·ε_tree) = 3/ε_tree,
+ *    δ = λ·ln β).  Steps are disjoint in events, so the stream total per
+ *    user is s·ε_tree = f·ε.
+ *  - counts: the event enters one leaf counter's input once; each counter
+ *    is ε_count-DP for a ±1 change of one input (counter.h), ε_count =
+ *    (1-f)·ε/s, so s events cost (1-f)·ε.
+ * The ledger is kept per step like `marginal`'s: every step spends exactly
+ * the budget (2^20 units: f's share to the tree, the rest to the counts),
+ * and spent_total is the largest step's, the budget.
+ *
+ * Exact noise on a fixed-point grid: c is scaled by S = 2^16 and floored
+ * (an integer event moves it by exactly S), the bias b = max(c - depth·δ,
+ * θ - δ) with δ rounded up to the grid (a larger δ only lowers the bias),
+ * and the noise is DLap(λ·S) with the scale rounded up.  PrivTree's proof
+ * uses of its noise only that shifting the argument by x changes the
+ * probability of crossing the threshold by at most e^{x/λ} and by exactly
+ * e^{x/λ} in the upper tail; the discrete Laplace on the grid has both
+ * (its survival function is geometric above 0).
+ *
+ * Public (ALGORITHMS.md §1): the configuration, the step boundaries, and
+ * everything derived from released outputs — the tree's shape (PrivTree's
+ * output), the leaves' noisy counts and the synthetic points. */
+#include "synth/spatial.h"
+#include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
+
+#include "core/counter.h"
+#include "core/dp_error.h"
+#include "core/rational.h"
+#include "core/sample.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPATIAL_REL_MAGIC 0x4c455253u   /* "SREL" */
+#define NAME "spatial"
+#define UNIT_BITS 20
+#define GRID_BITS 16
+#define GRID ((double)(1 << GRID_BITS))
+#define VALUE_LIMIT 1e12                /* |base| is clamped here before scaling (int64 room) */
+
+typedef enum node_status { NODE_BELOW = 0, NODE_LEAF = 1, NODE_INTERNAL = 2 } node_status;
+
+typedef struct spatial_release {
+    dp_spatial_config cfg;
+    const dp_key     *key;
+    char             *stream_id;
+    size_t            stream_id_len;
+    /* plan */
+    uint64_t          tree_units, count_units;
+    double            eps_tree, eps_count;   /* per event */
+    double            lambda;                /* PrivTree's noise scale (count units) */
+    dp_rational       tree_scale;            /* λ·S, rounded up */
+    dp_dlap           tree_noise;
+    int64_t           delta_grid, theta_grid;
+    dp_counter_config ccfg;
+    /* state */
+    uint64_t          done;                  /* input steps closed */
+    int               exhausted;
+    dp_ledger         ledger;                /* the last release step's */
+    dp_stats          pending;               /* ∇ of input steps not yet released (t < t₀) */
+    dp_ptree          tree;
+    uint32_t          cap;                   /* capacity of the per-node arrays */
+    dp_counter      **cnt;                   /* per node; NULL until the node is first a leaf */
+    int64_t          *C;                     /* the counter's last output */
+    double           *A, *D;                 /* the extension's parts (header) */
+    double           *syn;                   /* released measure of the node's cell */
+    uint8_t          *status;                /* node_status in the last release */
+    /* last release */
+    uint64_t          leaves, max_leaf_depth, points;
+    int               clamped, truncated;
+    /* scratch */
+    uint32_t         *queue;
+    uint64_t         *net_keys, *add_keys;
+    int64_t          *net_cum, *add_cum;
+    size_t            n_net, n_add;
+    uint64_t         *leaf_pts;
+    uint64_t          next_id;
+    double            point_buf[DP_PARTITION_MAX_DIM];
+} spatial_release;
+
+static void spatial_release_destroy(dp_release_half *rel)
+{
+    spatial_release *m = (spatial_release *)rel;
+    if (!m)
+        return;
+    for (uint32_t v = 0; m->cnt && v < m->tree.n; v++)
+        dp_counter_destroy(m->cnt[v]);
+    free(m->cnt);
+    free(m->C);
+    free(m->A);
+    free(m->D);
+    free(m->syn);
+    free(m->status);
+    free(m->queue);
+    free(m->leaf_pts);
+    free(m->net_keys);
+    free(m->add_keys);
+    free(m->net_cum);
+    free(m->add_cum);
+    dp_ptree_free(&m->tree);
+    dp_stats_free(&m->pending);
+    dp_ledger_free(&m->ledger);
+    free(m->stream_id);
+    free(m);
+}
+
+/* Grow the per-node arrays to the tree's node count (new nodes zeroed). */
+static int reserve_nodes(spatial_release *m, uint32_t n)
+{
+    if (n <= m->cap)
+        return DP_OK;
+    uint32_t cap = m->cap ? m->cap : 16;
+    while (cap < n)
+        cap = cap > UINT32_MAX / 2 ? n : cap * 2;
+#define GROW(field)                                                              \
+    do {                                                                         \
+        void *p_ = realloc(m->field, (size_t)cap * sizeof *m->field);            \
+        if (!p_)                                                                 \
+            return DP_ENOMEM;                                                    \
+        m->field = p_;                                                           \
+        memset(m->field + m->cap, 0, (size_t)(cap - m->cap) * sizeof *m->field); \
+    } while (0)
+    GROW(cnt);
+    GROW(C);
+    GROW(A);
+    GROW(D);
+    GROW(syn);
+    GROW(status);
+    GROW(queue);
+    GROW(leaf_pts);
+#undef GROW
+    m->cap = cap;
+    return DP_OK;
+}
+
+static int new_step_ledger(spatial_release *m, char *errstr, size_t errstr_size)
+{
+    dp_ledger_free(&m->ledger);
+    return dp_ledger_init_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, (uint64_t)1 << UNIT_BITS, errstr,
+                                errstr_size);
+}
+
+static int plan(spatial_release *m, char *errstr, size_t errstr_size)
+{
+    const dp_spatial_config *c = &m->cfg;
+    uint64_t total = (uint64_t)1 << UNIT_BITS;
+    m->tree_units = (uint64_t)floor(c->tree_fraction * (double)total);
+    if (m->tree_units < 1)
+        m->tree_units = 1;
+    if (m->tree_units >= total)
+        m->tree_units = total - 1;
+    m->count_units = total - m->tree_units;
+    int rc = new_step_ledger(m, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    m->eps_tree = dp_ledger_units_value(&m->ledger, m->tree_units) / c->sensitivity;
+    m->eps_count = dp_ledger_units_value(&m->ledger, m->count_units) / c->sensitivity;
+    /* PrivTree, β = 2 (Zhang et al. 2016 Thm 4.2; seed 002 Alg. 2):
+     * λ = (2β-1)/((β-1)ε_tree) = 3/ε_tree, δ = λ·ln β. */
+    m->lambda = 3.0 / m->eps_tree;
+    char why[256] = "";
+    if (dp_rational_from_double_up(m->lambda * GRID, &m->tree_scale) != DP_OK ||
+        (rc = dp_dlap_prepare(&m->tree_noise, m->tree_scale, why, sizeof why)) != DP_OK)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": PrivTree noise scale %g out of range: %s", m->lambda,
+                      why);
+    m->delta_grid = (int64_t)ceil(m->lambda * log(2.0) * GRID);
+    m->theta_grid = (int64_t)llround(c->theta * GRID);
+    m->ccfg = (dp_counter_config){.kind = c->counter_kind,
+                                  .horizon = c->horizon ? c->horizon - c->init_steps + 1 : 0,
+                                  .block = c->counter_block,
+                                  .buffers = c->counter_buffers,
+                                  .budget = {DP_PRIVACY_PURE, m->eps_count},
+                                  .neighbor_entries = 1,
+                                  .max_abs_change = 1};
+    dp_counter *probe = NULL;
+    dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
+    if ((rc = dp_counter_create(&probe, &m->ccfg, &ns, why, sizeof why)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": counter: %s%s", why,
+                      c->horizon ? "" : " (bounded counters need \"horizon\")");
+    dp_counter_destroy(probe);
+    /* The plan per step: tree + counts = exactly the budget (per user). */
+    double planned = c->sensitivity * (m->eps_tree + m->eps_count);
+    return dp_ledger_check_plan(&m->ledger, (dp_privacy){DP_PRIVACY_PURE, planned}, errstr, errstr_size);
+}
+
+static int spatial_release_create(dp_release_half **out, const json_t *config, const dp_synth_env *env,
+                                  char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    spatial_release *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    int rc = dp_spatial_config_parse(&m->cfg, config, errstr, errstr_size);
+    if (rc != DP_OK) {
+        free(m);
+        return rc;
+    }
+    m->key = env->key;
+    m->stream_id_len = env->stream_id ? env->stream_id_len : 0;
+    dp_stats_init(&m->pending, 0);
+    if (!(m->stream_id = malloc(m->stream_id_len + 1)) || dp_ptree_init(&m->tree, m->cfg.max_nodes) != DP_OK ||
+        reserve_nodes(m, 1) != DP_OK) {
+        spatial_release_destroy((dp_release_half *)m);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    }
+    if (m->stream_id_len)
+        memcpy(m->stream_id, env->stream_id, m->stream_id_len);
+    m->stream_id[m->stream_id_len] = '\0';
+    m->status[0] = NODE_LEAF;   /* before any release: one empty leaf */
+    if ((rc = plan(m, errstr, errstr_size)) != DP_OK) {
+        spatial_release_destroy((dp_release_half *)m);
+        return rc;
+    }
+    *out = (dp_release_half *)m;
+    return DP_OK;
+}
+
+/* --- the step's differential data as range sums ---------------------------------- */
+
+static int build_sums(spatial_release *m, const dp_stats *st)
+{
+    free(m->net_keys);
+    free(m->add_keys);
+    free(m->net_cum);
+    free(m->add_cum);
+    size_t n = st->n_cells;
+    m->net_keys = malloc((n + 1) * sizeof *m->net_keys);
+    m->add_keys = malloc((n + 1) * sizeof *m->add_keys);
+    m->net_cum = malloc((n + 1) * sizeof *m->net_cum);
+    m->add_cum = malloc((n + 1) * sizeof *m->add_cum);
+    if (!m->net_keys || !m->add_keys || !m->net_cum || !m->add_cum)
+        return DP_ENOMEM;
+    m->n_net = m->n_add = 0;
+    m->net_cum[0] = m->add_cum[0] = 0;
+    for (size_t i = 0; i < n; i++) {   /* keys ascending, so each tag's paths are too */
+        uint64_t path = st->keys[i] >> 1;
+        if ((st->keys[i] & 1) == DP_SPATIAL_TAG_NET) {
+            m->net_keys[m->n_net] = path;
+            m->net_cum[m->n_net + 1] = m->net_cum[m->n_net] + st->counts[i];
+            m->n_net++;
+        } else {
+            m->add_keys[m->n_add] = path;
+            m->add_cum[m->n_add + 1] = m->add_cum[m->n_add] + st->counts[i];
+            m->n_add++;
+        }
+    }
+    return DP_OK;
+}
+
+static size_t lower_bound(const uint64_t *k, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Σ of one tag's counts over the finest cells below node v. */
+static int64_t range_sum(const spatial_release *m, const dp_pnode *v, int added)
+{
+    uint32_t h = m->cfg.max_depth;
+    uint64_t first = dp_partition_first(v->depth, v->path, h);
+    uint64_t last = dp_partition_first(v->depth, v->path + 1, h);   /* exclusive; 0 past the end at depth 0 */
+    const uint64_t *k = added ? m->add_keys : m->net_keys;
+    const int64_t *cum = added ? m->add_cum : m->net_cum;
+    size_t n = added ? m->n_add : m->n_net;
+    size_t a = lower_bound(k, n, first);
+    size_t b = v->depth == 0 || last == 0 ? n : lower_bound(k, n, last);
+    return cum[b] - cum[a];
+}
+
+/* --- PrivTree (seed 002 Alg. 2) ------------------------------------------------------ */
+
+/* The extension's value at materialised node v: g(v) = A + C + D. */
+static double g_of(const spatial_release *m, uint32_t v) { return m->A[v] + (double)m->C[v] + m->D[v]; }
+
+/* base_{t-1}(v): the paper variant's g_{t-1}, the safe variant's released measure. */
+static double base_of(const spatial_release *m, uint32_t v)
+{
+    return m->cfg.variant == DP_SPATIAL_SAFE ? m->syn[v] : g_of(m, v);
+}
+
+/* Give v its children, deriving their values from v as the extension and
+ * the released measure do for a childless node: A = (A(v)+C(v))/2, the
+ * released measure halves. */
+static int materialise_children(spatial_release *m, uint32_t v)
+{
+    if (m->tree.nodes[v].child != DP_PTREE_NONE)
+        return DP_OK;
+    int rc = dp_ptree_split(&m->tree, v);
+    if (rc == DP_OK)
+        rc = reserve_nodes(m, m->tree.n);
+    if (rc != DP_OK)
+        return rc;
+    uint32_t c = m->tree.nodes[v].child;
+    for (uint32_t j = 0; j < 2; j++) {
+        m->A[c + j] = (m->A[v] + (double)m->C[v]) / 2;
+        m->C[c + j] = 0;
+        m->D[c + j] = 0;
+        m->syn[c + j] = m->syn[v] / 2;
+        m->status[c + j] = NODE_BELOW;
+    }
+    return DP_OK;
+}
+
+/* Grow T_t breadth-first; marks its nodes LEAF / INTERNAL (the rest of the
+ * materialised tree BELOW) and leaves the leaves in m->queue[0..*n_leaves)
+ * in BFS order.  The noise is one DRBG stream per step, drawn in BFS order. */
+static int grow_tree(spatial_release *m, uint64_t rstep, uint32_t *n_leaves)
+{
+    const dp_spatial_config *c = &m->cfg;
+    int added = c->variant == DP_SPATIAL_SAFE;
+    dp_drbg g;
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, rstep, NAME "/privtree");
+    memset(m->status, NODE_BELOW, m->tree.n);
+    /* The queue holds the BFS frontier; finished leaves are compacted to its front. */
+    uint32_t head = 0, tail = 0, leaves = 0;
+    m->queue[tail++] = 0;
+    m->truncated = 0;
+    int rc = DP_OK;
+    while (head < tail && rc == DP_OK) {
+        uint32_t v = m->queue[head++];
+        const dp_pnode *node = &m->tree.nodes[v];
+        int split = 0;
+        if (node->depth < c->max_depth) {
+            double base = base_of(m, v);
+            base = base > VALUE_LIMIT ? VALUE_LIMIT : base < -VALUE_LIMIT ? -VALUE_LIMIT : base;
+            int64_t cg = (int64_t)floor(base * GRID) + range_sum(m, node, added) * (int64_t)GRID;
+            int64_t bias = cg - (int64_t)node->depth * m->delta_grid;
+            if (bias < m->theta_grid - m->delta_grid)
+                bias = m->theta_grid - m->delta_grid;
+            split = bias + dp_dlap_sample(&m->tree_noise, &g) > m->theta_grid;
+        }
+        if (split) {
+            /* Past max_nodes the BFS prefix of PrivTree's output is kept
+             * (post-processing of the full output) and flagged. */
+            rc = materialise_children(m, v);
+            if (rc == DP_ERANGE) {
+                m->truncated = 1;
+                split = 0;
+                rc = DP_OK;
+            }
+        }
+        if (rc != DP_OK)
+            break;
+        if (split) {
+            m->status[v] = NODE_INTERNAL;
+            uint32_t ch = m->tree.nodes[v].child;
+            m->queue[tail++] = ch;
+            m->queue[tail++] = ch + 1;
+        } else {
+            m->status[v] = NODE_LEAF;
+            m->queue[leaves++] = v;   /* leaves <= head - 1: never overwrites the frontier */
+        }
+    }
+    dp_drbg_wipe(&g);
+    *n_leaves = leaves;
+    return rc;
+}
+
+/* --- counting and the extension --------------------------------------------------- */
+
+static int count_leaves(spatial_release *m, uint32_t n_leaves, char *errstr, size_t errstr_size)
+{
+    for (uint32_t i = 0; i < n_leaves; i++) {
+        uint32_t v = m->queue[i];
+        if (!m->cnt[v]) {
+            char label[64];
+            snprintf(label, sizeof label, NAME "/node/%u", v);
+            dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, label};
+            char why[256] = "";
+            int rc = dp_counter_create(&m->cnt[v], &m->ccfg, &ns, why, sizeof why);
+            if (rc != DP_OK)
+                return dp_err(errstr, errstr_size, rc, NAME ": counter of node %u: %s", v, why);
+        }
+        int64_t out;
+        int rc = dp_counter_add(m->cnt[v], range_sum(m, &m->tree.nodes[v], 0), &out);
+        if (rc != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": counter of node %u refused step %llu", v,
+                          (unsigned long long)(dp_counter_steps(m->cnt[v]) + 1));
+        m->C[v] = out;
+    }
+    return DP_OK;
+}
+
+static void extend(spatial_release *m) { dp_ptree_extend(&m->tree, m->C, m->A, m->D); }
+
+/* round⁺(g_t(v)) points per leaf, cut proportionally at max_release_points;
+ * then the released measure of every materialised node. */
+static void leaf_points(spatial_release *m, uint32_t n_leaves)
+{
+    double total = 0;
+    for (uint32_t i = 0; i < n_leaves; i++) {
+        double x = g_of(m, m->queue[i]);
+        x = x > 0 ? (x < 1e15 ? (double)llround(x) : 1e15) : 0;
+        m->leaf_pts[i] = (uint64_t)x;
+        total += x;
+    }
+    double cap = (double)m->cfg.max_release_points;
+    m->clamped = total > cap;
+    m->points = 0;
+    m->max_leaf_depth = 0;
+    for (uint32_t i = 0; i < n_leaves; i++) {
+        if (m->clamped)
+            m->leaf_pts[i] = (uint64_t)floor((double)m->leaf_pts[i] * cap / total);
+        m->points += m->leaf_pts[i];
+        uint32_t v = m->queue[i];
+        m->syn[v] = (double)m->leaf_pts[i];
+        if (m->tree.nodes[v].depth > m->max_leaf_depth)
+            m->max_leaf_depth = m->tree.nodes[v].depth;
+    }
+    const dp_ptree *t = &m->tree;
+    for (uint32_t v = t->n; v-- > 0;)
+        if (m->status[v] == NODE_INTERNAL) {
+            uint32_t c = t->nodes[v].child;
+            m->syn[v] = m->syn[c] + m->syn[c + 1];
+        }
+    for (uint32_t v = 0; v < t->n; v++) {
+        uint32_t c = t->nodes[v].child;
+        if (c != DP_PTREE_NONE && m->status[v] != NODE_INTERNAL)
+            m->syn[c] = m->syn[c + 1] = m->syn[v] / 2;
+    }
+    m->leaves = n_leaves;
+}
+
+/* Materialised nodes whose next-step base exceeds their parent's: PrivTree's
+ * monotonicity c(child) <= c(parent) fails there (the safe variant's base is
+ * a non-negative measure: never; the paper's g can be, by negative noisy
+ * counts and deletions).  A function of released outputs, so public. */
+static uint64_t base_violations(const spatial_release *m)
+{
+    uint64_t n = 0;
+    for (uint32_t v = 0; v < m->tree.n; v++) {
+        uint32_t c = m->tree.nodes[v].child;
+        if (c == DP_PTREE_NONE)
+            continue;
+        double p = base_of(m, v), slack = 1e-9 * (fabs(p) > 1 ? fabs(p) : 1);
+        n += (base_of(m, c) > p + slack) + (base_of(m, c + 1) > p + slack);
+    }
+    return n;
+}
+
+/* --- output ---------------------------------------------------------------------------- */
+
+static int emit_points(spatial_release *m, uint64_t rstep, uint32_t n_leaves, const dp_release_sink *sink)
+{
+    dp_drbg g;
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, rstep, NAME "/points");
+    int rc = 0;
+    m->next_id = 0;
+    for (uint32_t i = 0; i < n_leaves && rc == 0; i++) {
+        const dp_pnode *v = &m->tree.nodes[m->queue[i]];
+        for (uint64_t j = 0; j < m->leaf_pts[i] && rc == 0; j++) {
+            dp_partition_sample(&m->cfg.box, v->depth, v->path, &g, m->point_buf);
+            dp_synth_record r = {.synthetic_id = m->next_id++,
+                                 .value = {.kind = DP_PAYLOAD_POINT, .point = m->point_buf, .point_len = m->cfg.box.d}};
+            rc = sink->record ? sink->record(sink->ctx, &r) : 0;
+        }
+    }
+    dp_drbg_wipe(&g);
+    return rc;
+}
+
+static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_release_sink *sink)
+{
+    const dp_spatial_config *c = &m->cfg;
+    dp_kv kv[] = {{"leaves", (double)m->leaves},
+                  {"depth", (double)m->max_leaf_depth},
+                  {"total", (double)m->points},
+                  {"materialised_nodes", (double)m->tree.n},
+                  {"tree_truncated", m->truncated},
+                  {c->variant == DP_SPATIAL_SAFE ? "variant_safe" : "variant_paper", 1},
+                  {"warming_up", warming},
+                  {"monotone_violations", (double)base_violations(m)}};
+    dp_release_manifest man = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .synthesizer = NAME,
+        .mode = DP_RELEASE_FULL,
+        .record_count = warming ? 0 : m->points,
+        .clamped = m->clamped,
+        .debias = kv,
+        .n_debias = sizeof kv / sizeof kv[0],
+    };
+    int rc = sink->manifest ? sink->manifest(sink->ctx, &man) : 0;
+    if (rc != 0)
+        return rc;
+    dp_kv noise[] = {{"privtree_lambda", m->lambda},
+                     {"privtree_delta", (double)m->delta_grid / GRID},
+                     {"privtree_theta", (double)m->theta_grid / GRID},
+                     {"tree_epsilon", m->eps_tree},
+                     {"count_epsilon", m->eps_count},
+                     {"sensitivity", (double)c->sensitivity}};
+    dp_kv acc[] = {{"leaf_count_scale", 1.0 / m->eps_count}};
+    dp_budget_event e = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .status = m->exhausted ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
+        .mechanism = c->variant == DP_SPATIAL_SAFE
+                         ? NAME "/privtree+discrete_laplace"
+                         : NAME "/privtree+discrete_laplace (variant paper: NOT covered by PrivTree's privacy "
+                                "proof under deletions or negative counts; not differentially private as stated)",
+        .unit = c->event_level ? "event-level: one point inserted or deleted at one step (parallel over steps)"
+                               : "user-level: an entity's `sensitivity` point events (parallel over steps)",
+        .neighbors = "add_remove",
+        .public_inputs = "the configuration (box, budget, tree limits, counter) and the step boundaries; the tree's "
+                         "shape is released; the number of points is protected",
+        .model = DP_PRIVACY_PURE,
+        .noise = noise,
+        .n_noise = sizeof noise / sizeof noise[0],
+        .accuracy = acc,
+        .n_accuracy = 1,
+        .delta = 0,
+    };
+    const dp_ledger *l = &m->ledger;
+    e.spent_step = l->spent;
+    e.spent_total = l->spent;
+    e.budget_total = l->budget;
+    e.spent_units_step = l->units_spent;
+    e.spent_units_total = l->units_spent;
+    e.budget_units = l->units_total;
+    dp_privacy_describe((dp_privacy){DP_PRIVACY_PURE, l->spent}, 0, &e.eps_simple, &e.eps_cks);
+    return sink->budget ? sink->budget(sink->ctx, &e) : 0;
+}
+
+static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_stats *st,
+                                const dp_release_sink *sink, char *errstr, size_t errstr_size)
+{
+    spatial_release *m = (spatial_release *)rel;
+    const dp_spatial_config *c = &m->cfg;
+    if (m->exhausted)
+        return dp_err(errstr, errstr_size, DP_EHORIZON, NAME ": stream exhausted");
+    if (step != m->done + 1 || st->step != step || !st->sorted)
+        return dp_err(errstr, errstr_size, DP_ESTATE, NAME ": statistics for step %llu, expected %llu",
+                      (unsigned long long)st->step, (unsigned long long)(m->done + 1));
+    for (size_t i = 0; i < st->n_cells; i++)
+        if ((st->keys[i] >> 1) >> c->max_depth != 0 || (c->variant == DP_SPATIAL_PAPER && (st->keys[i] & 1)))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": cell statistic out of range");
+    m->pending.step = step;
+    int rc = dp_stats_merge(&m->pending, st);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": merging the step's statistics");
+    if (step < c->init_steps) {   /* t₀: nothing is released (or spent) before it */
+        m->done = step;
+        if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
+            return rc;
+        return emit_event(m, step, 1, sink);
+    }
+    uint64_t rstep = dp_spatial_release_step(c, step);
+    uint32_t n_leaves = 0;
+    if ((rc = new_step_ledger(m, errstr, errstr_size)) == DP_OK && (rc = build_sums(m, &m->pending)) == DP_OK &&
+        (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/privtree", m->tree_units, errstr, errstr_size)) == DP_OK &&
+        (rc = grow_tree(m, rstep, &n_leaves)) == DP_OK &&
+        (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/leaf_counters", m->count_units, errstr, errstr_size)) ==
+            DP_OK)
+        rc = count_leaves(m, n_leaves, errstr, errstr_size);
+    if (rc != DP_OK) {
+        m->exhausted = 1;   /* fail closed: a half-spent step is not continued */
+        return rc == DP_ENOMEM ? dp_err(errstr, errstr_size, rc, NAME ": out of memory at step %llu",
+                                        (unsigned long long)step)
+                               : rc;
+    }
+    extend(m);
+    leaf_points(m, n_leaves);
+    dp_stats_clear(&m->pending, step);
+    if ((rc = emit_points(m, rstep, n_leaves, sink)) != 0)
+        return rc;
+    m->done = step;
+    if (c->horizon && step >= c->horizon)
+        m->exhausted = 1;
+    return emit_event(m, step, 0, sink);
+}
+
+static int spatial_release_exhausted(const dp_release_half *rel) { return ((const spatial_release *)rel)->exhausted; }
+
+static const dp_ledger *spatial_release_ledger(const dp_release_half *rel)
+{
+    return &((const spatial_release *)rel)->ledger;
+}
+
+static uint64_t spatial_next_step(const dp_release_half *rel) { return ((const spatial_release *)rel)->done + 1; }
+
+/* --- snapshots ----------------------------------------------------------------------- */
+
+static int spatial_release_save(const dp_release_half *rel, dp_buf *b)
+{
+    const spatial_release *m = (const spatial_release *)rel;
+    dp_buf_put_u32(b, SPATIAL_REL_MAGIC);
+    dp_buf_put_u32(b, m->cfg.box.d);
+    dp_buf_put_u32(b, m->cfg.max_depth);
+    dp_buf_put_u8(b, (uint8_t)m->cfg.variant);
+    dp_buf_put_f64(b, m->eps_tree);
+    dp_buf_put_f64(b, m->eps_count);
+    dp_buf_put_u64(b, m->done);
+    dp_buf_put_u8(b, (uint8_t)m->exhausted);
+    dp_buf_put_u64(b, m->leaves);
+    dp_buf_put_u64(b, m->max_leaf_depth);
+    dp_buf_put_u64(b, m->points);
+    dp_buf_put_u8(b, (uint8_t)m->clamped);
+    dp_buf_put_u8(b, (uint8_t)m->truncated);
+    int rc = dp_stats_save(&m->pending, b);
+    if (rc == DP_OK)
+        rc = dp_long_ledger_save(&m->ledger, b);
+    if (rc == DP_OK)
+        rc = dp_ptree_save(&m->tree, b);
+    for (uint32_t v = 0; v < m->tree.n && rc == DP_OK; v++) {
+        dp_buf_put_u8(b, m->status[v]);
+        dp_buf_put_f64(b, m->syn[v]);
+        dp_buf_put_i64(b, m->C[v]);
+        dp_buf_put_u8(b, m->cnt[v] != NULL);
+        if (m->cnt[v]) {
+            dp_buf cb;
+            dp_buf_init(&cb);
+            rc = dp_counter_snapshot(m->cnt[v], &cb);
+            if (rc == DP_OK)
+                dp_buf_put_blob(b, cb.data, cb.len);
+            dp_buf_free(&cb);
+        }
+    }
+    return rc == DP_OK ? dp_buf_status(b) : rc;
+}
+
+static int spatial_release_load(dp_release_half *rel, dp_reader *r)
+{
+    spatial_release *m = (spatial_release *)rel;
+    const dp_spatial_config *c = &m->cfg;
+    if (dp_reader_u32(r) != SPATIAL_REL_MAGIC || dp_reader_u32(r) != c->box.d || dp_reader_u32(r) != c->max_depth ||
+        dp_reader_u8(r) != (uint8_t)c->variant || dp_reader_f64(r) != m->eps_tree ||
+        dp_reader_f64(r) != m->eps_count)
+        return DP_ECORRUPT;
+    m->done = dp_reader_u64(r);
+    m->exhausted = dp_reader_u8(r) != 0;
+    m->leaves = dp_reader_u64(r);
+    m->max_leaf_depth = dp_reader_u64(r);
+    m->points = dp_reader_u64(r);
+    m->clamped = dp_reader_u8(r) != 0;
+    m->truncated = dp_reader_u8(r) != 0;
+    if (dp_reader_status(r) != DP_OK || (c->horizon && m->done > c->horizon) || m->max_leaf_depth > c->max_depth ||
+        m->points > c->max_release_points)
+        return DP_ECORRUPT;
+    dp_stats_free(&m->pending);
+    dp_stats_init(&m->pending, 0);
+    if (dp_stats_load(&m->pending, r) != DP_OK || dp_long_ledger_load(&m->ledger, r) != DP_OK)
+        return DP_ECORRUPT;
+    for (size_t i = 0; i < m->pending.n_cells; i++)
+        if ((m->pending.keys[i] >> 1) >> c->max_depth != 0)
+            return DP_ECORRUPT;
+    for (uint32_t v = 0; v < m->tree.n; v++)
+        dp_counter_destroy(m->cnt[v]), m->cnt[v] = NULL;
+    int rc = dp_ptree_load(&m->tree, r);
+    if (rc != DP_OK)
+        return rc;
+    if ((rc = reserve_nodes(m, m->tree.n)) != DP_OK)
+        return rc;
+    char why[128];
+    for (uint32_t v = 0; v < m->tree.n; v++) {
+        const dp_pnode *node = &m->tree.nodes[v];
+        m->status[v] = dp_reader_u8(r);
+        m->syn[v] = dp_reader_f64(r);
+        m->C[v] = dp_reader_i64(r);
+        int has = dp_reader_u8(r);
+        if (dp_reader_status(r) != DP_OK || m->status[v] > NODE_INTERNAL || !isfinite(m->syn[v]) || m->syn[v] < 0 ||
+            m->syn[v] > 1e16 || has > 1 || node->depth > c->max_depth || m->C[v] > ((int64_t)1 << 50) ||
+            m->C[v] < -((int64_t)1 << 50) || (m->status[v] == NODE_INTERNAL && node->child == DP_PTREE_NONE))
+            return DP_ECORRUPT;
+        if (!has)
+            continue;
+        size_t len;
+        const uint8_t *p = dp_reader_blob(r, &len);
+        if (!p || dp_counter_restore_expect(&m->cnt[v], p, len, m->key, &m->ccfg, why, sizeof why) != DP_OK)
+            return DP_ECORRUPT;
+    }
+    extend(m);
+    return dp_reader_status(r);
+}
+
+const dp_synth_ops dp_synth_ops_spatial = {
+    .name = NAME,
+    .ingest_create = dp_spatial_ingest_create,
+    .ingest_update = dp_spatial_ingest_update,
+    .ingest_close = dp_spatial_ingest_close,
+    .ingest_roster_complete = dp_spatial_ingest_roster_complete,
+    .ingest_save = dp_spatial_ingest_save,
+    .ingest_load = dp_spatial_ingest_load,
+    .ingest_destroy = dp_spatial_ingest_destroy,
+    .ingest_open_step = dp_spatial_ingest_open_step,
+    .release_create = spatial_release_create,
+    .release_step = spatial_release_step,
+    .release_exhausted = spatial_release_exhausted,
+    .release_save = spatial_release_save,
+    .release_load = spatial_release_load,
+    .release_destroy = spatial_release_destroy,
+    .release_ledger = spatial_release_ledger,
+    .release_next_step = spatial_next_step,
+};

@@ -1,0 +1,133 @@
+/* spatial_config.c — parse and validate `spatial`'s JSON configuration
+ * (keys in spatial_config.h).  All of it is public (ALGORITHMS.md §1): the
+ * box, the budget and the tree's limits are the stream's declaration. */
+#include "synth/spatial_config.h"
+
+#include "synth/config_json.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <string.h>
+
+#define NAME "spatial"
+
+static const char *const KEYS[] = {"synthesizer", "box", "epsilon", "sensitivity", "tree_budget_fraction",
+                                   "fanout", "max_depth", "theta", "init_steps", "counter", "variant",
+                                   "horizon", "max_nodes", "max_release_points", NULL};
+
+static int parse_box(dp_box *b, const json_t *v, char *errstr, size_t errstr_size)
+{
+    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > DP_PARTITION_MAX_DIM)
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": box must be an array of 1..%d [min, max] pairs",
+                      DP_PARTITION_MAX_DIM);
+    b->d = (uint32_t)json_array_size(v);
+    for (uint32_t i = 0; i < b->d; i++) {
+        const json_t *p = json_array_get(v, i);
+        if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_number(json_array_get(p, 0)) ||
+            !json_is_number(json_array_get(p, 1)))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": box[%u] must be [min, max]", i);
+        b->lo[i] = json_number_value(json_array_get(p, 0));
+        b->hi[i] = json_number_value(json_array_get(p, 1));
+        /* the width must be finite too: halving it must not overflow */
+        if (!isfinite(b->lo[i]) || !isfinite(b->hi[i]) || !(b->lo[i] < b->hi[i]) || !isfinite(b->hi[i] - b->lo[i]))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": box[%u] must have finite min < max", i);
+    }
+    return DP_OK;
+}
+
+int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
+{
+    memset(c, 0, sizeof *c);
+    c->box.d = 2;
+    c->box.hi[0] = c->box.hi[1] = 1;
+    c->sensitivity = 1;
+    c->tree_fraction = 0.5;
+    c->max_depth = 20;
+    c->init_steps = 1;
+    c->counter_kind = DP_COUNTER_SIMPLE;
+    c->max_nodes = 1u << 22;
+    c->max_release_points = 10000000;
+    c->event_level = 1;
+    if (!json_is_object(cfg))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        if (!dp_cfg_key_known(key, KEYS))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unknown config key \"%s\"", key);
+    }
+    int rc;
+    uint64_t u;
+    if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), NAME)))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
+    if ((v = json_object_get(cfg, "box")) && (rc = parse_box(&c->box, v, errstr, errstr_size)))
+        return rc;
+    if (!(v = json_object_get(cfg, "epsilon")))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"epsilon\" is required (pure ε-DP)");
+    if ((rc = dp_cfg_real(v, NAME, "epsilon", &c->epsilon, errstr, errstr_size)))
+        return rc;
+    if (!(c->epsilon > 0) || c->epsilon > 1e4)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": epsilon must be in (0, 1e4]");
+    if ((v = json_object_get(cfg, "sensitivity"))) {
+        if ((rc = dp_cfg_uint(v, NAME, "sensitivity", 1, 1000000, &u, errstr, errstr_size)))
+            return rc;
+        c->sensitivity = (uint32_t)u;
+        c->event_level = 0;
+    }
+    if ((v = json_object_get(cfg, "tree_budget_fraction"))) {
+        if ((rc = dp_cfg_real(v, NAME, "tree_budget_fraction", &c->tree_fraction, errstr, errstr_size)))
+            return rc;
+        if (!(c->tree_fraction > 0 && c->tree_fraction < 1))
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": tree_budget_fraction must be in (0, 1)");
+    }
+    if ((v = json_object_get(cfg, "fanout"))) {
+        if ((rc = dp_cfg_uint(v, NAME, "fanout", 2, 2, &u, errstr, errstr_size)))
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          NAME ": fanout must be 2 (each split halves one coordinate, as in the paper's runs)");
+    }
+    if ((v = json_object_get(cfg, "max_depth"))) {
+        if ((rc = dp_cfg_uint(v, NAME, "max_depth", 0, DP_PARTITION_MAX_DEPTH, &u, errstr, errstr_size)))
+            return rc;
+        c->max_depth = (uint32_t)u;
+    }
+    if ((v = json_object_get(cfg, "theta"))) {
+        if ((rc = dp_cfg_real(v, NAME, "theta", &c->theta, errstr, errstr_size)))
+            return rc;
+        if (fabs(c->theta) > 1e9)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": theta must be in [-1e9, 1e9]");
+    }
+    if ((v = json_object_get(cfg, "counter"))) {
+        dp_cfg_counter k = {c->counter_kind, 0, 0};
+        if ((rc = dp_cfg_counter_parse(v, NAME, &k, errstr, errstr_size)))
+            return rc;
+        c->counter_kind = k.kind;
+        c->counter_block = k.block;
+        c->counter_buffers = k.buffers;
+    }
+    static const char *const VARIANTS[] = {"safe", "paper", NULL};
+    int variant = 0;
+    if ((rc = dp_cfg_choice(json_object_get(cfg, "variant"), NAME, "variant", VARIANTS, &variant, errstr,
+                            errstr_size)))
+        return rc;
+    c->variant = (dp_spatial_variant)variant;
+    if ((v = json_object_get(cfg, "horizon")) &&
+        (rc = dp_cfg_uint(v, NAME, "horizon", 1, DP_SPATIAL_MAX_HORIZON, &c->horizon, errstr, errstr_size)))
+        return rc;
+    if ((v = json_object_get(cfg, "init_steps")) &&
+        (rc = dp_cfg_uint(v, NAME, "init_steps", 1, DP_SPATIAL_MAX_HORIZON, &c->init_steps, errstr, errstr_size)))
+        return rc;
+    if (c->horizon && c->init_steps > c->horizon)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": init_steps (%llu) exceeds the horizon (%llu)",
+                      (unsigned long long)c->init_steps, (unsigned long long)c->horizon);
+    if ((v = json_object_get(cfg, "max_nodes"))) {
+        if ((rc = dp_cfg_uint(v, NAME, "max_nodes", 3, (uint64_t)1 << 30, &u, errstr, errstr_size)))
+            return rc;
+        c->max_nodes = (uint32_t)u;
+    }
+    if ((v = json_object_get(cfg, "max_release_points")) &&
+        (rc = dp_cfg_uint(v, NAME, "max_release_points", 1, (uint64_t)1 << 36, &c->max_release_points, errstr,
+                          errstr_size)))
+        return rc;
+    return DP_OK;
+}
