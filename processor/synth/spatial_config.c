@@ -14,7 +14,7 @@
 
 static const char *const KEYS[] = {"synthesizer", "box", "epsilon", "sensitivity", "tree_budget_fraction",
                                    "fanout", "max_depth", "theta", "init_steps", "counter", "variant",
-                                   "horizon", "max_nodes", "max_release_points", NULL};
+                                   "horizon", "max_nodes", "max_release_points", "delta", NULL};
 
 static int parse_box(dp_box *b, const json_t *v, char *errstr, size_t errstr_size)
 {
@@ -61,6 +61,11 @@ int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errst
     uint64_t u;
     if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), NAME)))
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
+    /* "delta": the stream file's δ for zCDP conversions, set on every
+     * stream; spatial is pure ε-DP (δ = 0), so it is checked and unused. */
+    double delta_unused;
+    if ((v = json_object_get(cfg, "delta")) && (rc = dp_cfg_real(v, NAME, "delta", &delta_unused, errstr, errstr_size)))
+        return rc;
     if ((v = json_object_get(cfg, "box")) && (rc = parse_box(&c->box, v, errstr, errstr_size)))
         return rc;
     if (!(v = json_object_get(cfg, "epsilon")))

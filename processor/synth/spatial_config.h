@@ -16,7 +16,9 @@
  *                         PrivTree's proof under deletions)
  *   horizon               T input steps (required by bounded counters; absent: unbounded)
  *   max_nodes             materialised-tree limit (default 2^22 nodes)
- *   max_release_points    a release with more points is cut and flagged (default 10^7) */
+ *   max_release_points    a release with more points is cut and flagged (default 10^7)
+ *   delta                 accepted (the stream file sets it on every stream) and unused:
+ *                         spatial is pure ε-DP */
 #ifndef DP_SPATIAL_CONFIG_H
 #define DP_SPATIAL_CONFIG_H
 

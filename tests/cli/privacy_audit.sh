@@ -20,6 +20,11 @@
 #      step 3) to 30 people's inserts and entity-matched deletes.  The row
 #      count is the rounded noisy total; no field may be exact and
 #      different, and nobody else's delete may change its verdict.
+#   5. spatial (safe variant, user-level s = 2): D2 adds one person's point
+#      (inserted at step 2, deleted at step 3) to 40 people's points and
+#      entity-matched deletes.  The tree's shape, the leaf counts and the
+#      points are noisy; nothing may be exact and different, and nobody
+#      else's delete may change its verdict.
 # Usage: bash privacy_audit.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
@@ -109,6 +114,28 @@ def marginal_input(with_x):
     return out
 for name, with_x in (("m1.jsonl", False), ("m2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(marginal_input(with_x)) + "\n")
+
+# 5. spatial: one person's point more (an insert and its delete)
+people = [f"s{i:02d}" for i in range(40)]
+pts = {(p, t): [round(rng.random(), 4), round(rng.random() ** 2, 4)] for p in people for t in range(1, 5)}
+def pt_line(step, kind, entity, pt):
+    return json.dumps({"stream": "sp", "step": step, "kind": kind, "entity": entity, "point": pt},
+                      separators=(",", ":"))
+def spatial_input(with_x):
+    out = []
+    for t in range(1, 5):
+        out += [pt_line(t, "INSERT", p, pts[p, t]) for p in people[: 20 + 5 * t]]
+        if t > 1:   # every fourth person deletes last step's point; s00 also tries a point it never had
+            out += [pt_line(t, "DELETE", p, pts[p, t - 1]) for p in people[: 20 + 5 * (t - 1)][::4]]
+            out.append(pt_line(t, "DELETE", "s00", [0.5, 0.5]))
+        if with_x and t == 2:
+            out.append(pt_line(t, "INSERT", "sX", [0.9, 0.1]))
+        if with_x and t == 3:
+            out.append(pt_line(t, "DELETE", "sX", [0.9, 0.1]))
+        out.append(json.dumps({"stream": "sp", "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")))
+    return out
+for name, with_x in (("s1.jsonl", False), ("s2.jsonl", True)):
+    open(f"{work}/{name}", "w").write("\n".join(spatial_input(with_x)) + "\n")
 PY
 
 cat > "$WORK/config.json" <<'JSON'
@@ -118,7 +145,8 @@ cat > "$WORK/config.json" <<'JSON'
   {"match": "wa", "synthesizer": "window", "config": {"horizon": 4, "k": 2, "rho": 1, "neighbors": "add_remove"}},
   {"match": "m", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
-     "horizon": 4, "epsilon": 1, "selections_per_step": 2}}
+     "horizon": 4, "epsilon": 1, "selections_per_step": 2}},
+  {"match": "sp", "synthesizer": "spatial", "config": {"epsilon": 1, "sensitivity": 2, "max_depth": 8}}
 ]}
 JSON
 
@@ -131,4 +159,6 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/a1.jsonl" "$W
     || { echo "FAIL: window under add/remove neighbours (one person removed)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/m1.jsonl" "$WORK/m2.jsonl" mX "$KEYS" "$WORK" \
     || { echo "FAIL: marginal neighbours (one person's row inserted and deleted)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/s1.jsonl" "$WORK/s2.jsonl" sX "$KEYS" "$WORK" \
+    || { echo "FAIL: spatial neighbours (one person's point inserted and deleted)" >&2; status=1; }
 exit $status

@@ -2,7 +2,7 @@
  * as restore reads it after the snapshot's MAC or seal has verified it
  * (synth.h dp_synth_restore), then one step closed on the restored state,
  * where an out-of-range field would overflow.  Byte 0 picks window,
- * cumulative or one of two marginal configurations (fuzz_synths.h).  Seeds:
+ * cumulative, marginal or spatial configurations (fuzz_synths.h).  Seeds:
  * fuzz_seeds writes real snapshots (scripts/fuzz.sh). */
 #include <stddef.h>
 #include <stdint.h>

@@ -3,9 +3,10 @@
 #ifndef FUZZ_SYNTHS_H
 #define FUZZ_SYNTHS_H
 
-#define FUZZ_SYNTHS 5
+#define FUZZ_SYNTHS 7
 
-static const char *const FUZZ_SYNTH_NAMES[FUZZ_SYNTHS] = {"window", "cumulative", "marginal", "marginal", "marginal"};
+static const char *const FUZZ_SYNTH_NAMES[FUZZ_SYNTHS] = {"window", "cumulative", "marginal", "marginal", "marginal",
+                                                         "spatial", "spatial"};
 static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"horizon\":6,\"k\":2,\"rho\":1}",
     "{\"horizon\":6,\"rho\":1}",
@@ -17,6 +18,12 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},"
     "{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],\"horizon\":6,\"epsilon\":2,\"selections_per_step\":2,"
     "\"fit\":\"pgm\",\"max_release_rows\":10000}",
+    "{\"epsilon\":1,\"max_depth\":8,\"max_nodes\":4001,\"max_release_points\":10000,\"init_steps\":2}",
+    "{\"epsilon\":2,\"box\":[[-1,1],[0,4],[0,1]],\"variant\":\"paper\",\"horizon\":6,"
+    "\"counter\":{\"kind\":\"block\",\"block\":2},\"sensitivity\":3,\"max_release_points\":10000}",
 };
+
+/* The kind of synthesizer entry `which` is: 0 panel, 1 table, 2 points. */
+static inline int fuzz_synth_family(int which) { return which < 2 ? 0 : which < 5 ? 1 : 2; }
 
 #endif
