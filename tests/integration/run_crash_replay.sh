@@ -40,7 +40,10 @@ write_config() {   # $1 = output prefix
    {"prefix": "mar/", "synthesizer": "marginal",
     "config": {"attributes": [{"name": "a", "categories": ["0", "1", "2"]}, {"name": "b", "categories": ["0", "1"]},
                               {"name": "c", "categories": ["0", "1", "2", "3"]}],
-               "horizon": 8, "epsilon": 2, "selections_per_step": 2, "counter": "tree"}}
+               "horizon": 8, "epsilon": 2, "selections_per_step": 2, "counter": "tree"}},
+   {"prefix": "spa/", "synthesizer": "spatial",
+    "config": {"box": [[0, 10], [0, 10]], "epsilon": 1, "horizon": 8, "init_steps": 2, "max_depth": 10,
+               "counter": {"kind": "block", "block": 3}}}
  ]}
 EOF
 }
@@ -79,6 +82,24 @@ for s in ("mar/a", "mar/b"):
         out.append({"stream": s, "step": t, "kind": "INSERT", "row": [0, 2, 0]})                      # OUT_OF_DOMAIN
         out.append({"stream": s, "step": t, "kind": "CLOSE_STEP"})
     open(f"{w}/p_{s.replace('/', '_')}.jsonl", "w").write("".join(json.dumps(u) + "\n" for u in out))
+# spatial streams: points in two clusters inserted, some deleted (with their entity), and bad points
+for s in ("spa/a", "spa/b"):
+    rnd = random.Random(s)
+    live, out = [], []
+    for t in range(1, 9):
+        for i in range(80):
+            if live and rnd.random() < 0.25:
+                e, p = live.pop(rnd.randrange(len(live)))
+                out.append({"stream": s, "step": t, "kind": "DELETE", "entity": e, "point": p})
+            else:
+                cx = rnd.choice([2.5, 7.0])
+                e, p = f"q{t}-{i}", [round(min(9.999, max(0.0, cx + rnd.gauss(0, 0.8))), 3), round(rnd.uniform(0, 10), 3)]
+                live.append((e, p))
+                out.append({"stream": s, "step": t, "kind": "INSERT", "entity": e, "point": p})
+        out.append({"stream": s, "step": t, "kind": "DELETE", "entity": "nobody", "point": [1, 1]})  # NOT_PRESENT
+        out.append({"stream": s, "step": t, "kind": "INSERT", "point": [11, 5]})                     # OUT_OF_DOMAIN
+        out.append({"stream": s, "step": t, "kind": "CLOSE_STEP"})
+    open(f"{w}/p_{s.replace('/', '_')}.jsonl", "w").write("".join(json.dumps(u) + "\n" for u in out))
 files = sorted(glob.glob(f"{w}/p_*.jsonl"))
 lines = [open(f).read().splitlines() for f in files]
 out = []
@@ -94,9 +115,9 @@ EOF
 "$BIN" replay --config "$WORK/ref.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 EXPECT_DLQ=$(wc -l < "$WORK/replay/rejected.jsonl")
-[ "$EXPECT" -eq 64 ] || fail "replay released $EXPECT steps, expected 64"
+[ "$EXPECT" -eq 80 ] || fail "replay released $EXPECT steps, expected 80"
 for r in NOT_PRESENT OUT_OF_DOMAIN; do
-    [ "$(grep -c "\"reason\":\"$r\"" "$WORK/replay/rejected.jsonl")" -eq 16 ] || fail "replay: expected 16 $r rejects"
+    [ "$(grep -c "\"reason\":\"$r\"" "$WORK/replay/rejected.jsonl")" -eq 32 ] || fail "replay: expected 32 $r rejects"
 done
 "$BIN" produce --config "$WORK/ref.json" --input "$WORK/input.jsonl" --partitions 3 --raw-invalid \
     > /dev/null 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
