@@ -2,6 +2,7 @@
  * demo_longitudinal.h). */
 #include "demo/demo_longitudinal.h"
 #include "demo/demo_marginal.h"
+#include "demo/demo_spatial.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -267,13 +268,16 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     dp_demo_panel_params(p, &pp);
     dp_panel_gen gen;
     dp_demo_state d;
-    dp_synth *win = NULL, *cum = NULL, *tbl = NULL;
-    json_t *wcfg = NULL, *ccfg = NULL, *tcfg = NULL;
+    dp_synth *win = NULL, *cum = NULL, *tbl = NULL, *map = NULL;
+    json_t *wcfg = NULL, *ccfg = NULL, *tcfg = NULL, *mcfg = NULL;
     dp_demo_table tab;
     dp_demo_table_init(&tab, p);
+    dp_demo_map mp;
+    dp_demo_map_init(&mp, p);
     int rc = dp_panel_gen_init(&gen, &pp, errstr, errstr_size);
     if (rc != DP_OK) {
         dp_demo_table_free(&tab);
+        dp_demo_map_free(&mp);
         return rc;
     }
     if ((rc = dp_demo_state_init(&d, p)) != DP_OK) {
@@ -283,7 +287,8 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     wcfg = dp_demo_window_config(p);
     ccfg = dp_demo_cumulative_config(p);
     tcfg = dp_demo_table_config(p);
-    if (!wcfg || !ccfg || !tcfg) {
+    mcfg = dp_demo_map_config(p);
+    if (!wcfg || !ccfg || !tcfg || !mcfg) {
         rc = dp_err(errstr, errstr_size, DP_ENOMEM, "demo: out of memory");
         goto out;
     }
@@ -293,14 +298,16 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
                          .stream_id_len = sizeof DP_DEMO_CUMULATIVE_STREAM - 1};
     dp_synth_env tenv = {.key = key, .stream_id = DP_DEMO_TABLE_STREAM,
                          .stream_id_len = sizeof DP_DEMO_TABLE_STREAM - 1};
+    dp_synth_env menv = {.key = key, .stream_id = DP_DEMO_MAP_STREAM, .stream_id_len = sizeof DP_DEMO_MAP_STREAM - 1};
     if ((rc = dp_synth_create(&win, "window", wcfg, &wenv, errstr, errstr_size)) != DP_OK ||
         (rc = dp_synth_create(&cum, "cumulative", ccfg, &cenv, errstr, errstr_size)) != DP_OK ||
-        (rc = dp_synth_create(&tbl, "marginal", tcfg, &tenv, errstr, errstr_size)) != DP_OK)
+        (rc = dp_synth_create(&tbl, "marginal", tcfg, &tenv, errstr, errstr_size)) != DP_OK ||
+        (rc = dp_synth_create(&map, "spatial", mcfg, &menv, errstr, errstr_size)) != DP_OK)
         goto out;
 
     dp_demo_print_intro(f, p);
     dp_release_sink wsink = dp_demo_window_sink(&d), csink = dp_demo_cumulative_sink(&d),
-                    tsink = dp_demo_table_sink(&tab);
+                    tsink = dp_demo_table_sink(&tab), msink = dp_demo_map_sink(&mp);
     char entity[32];
     for (uint64_t t = 1; t <= p->steps; t++) {
         if ((rc = dp_panel_gen_next(&gen)) != DP_OK)
@@ -339,7 +346,13 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         }
         if ((rc = dp_synth_close_step(tbl, &tsink, errstr, errstr_size)) != DP_OK)
             goto out;
-        if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK) {
+        if ((rc = dp_demo_map_month(&mp, t, ingest_table_update, map)) != DP_OK) {
+            rc = dp_err(errstr, errstr_size, rc, "demo: the map stream refused an update");
+            goto out;
+        }
+        if ((rc = dp_synth_close_step(map, &msink, errstr, errstr_size)) != DP_OK)
+            goto out;
+        if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK || dp_demo_map_note(&mp, t) != DP_OK) {
             rc = dp_err(errstr, errstr_size, DP_ESTATE, "demo: a release did not have the documented format");
             goto out;
         }
@@ -348,15 +361,19 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     if (rc == DP_OK) {
         dp_demo_print_ledger(f, &d);
         dp_demo_table_print(f, &tab);
+        dp_demo_map_print(f, &mp);
     }
 out:
     dp_synth_destroy(win);
     dp_synth_destroy(cum);
     dp_synth_destroy(tbl);
+    dp_synth_destroy(map);
     json_decref(wcfg);
     json_decref(ccfg);
     json_decref(tcfg);
+    json_decref(mcfg);
     dp_demo_table_free(&tab);
+    dp_demo_map_free(&mp);
     dp_demo_state_free(&d);
     dp_panel_gen_free(&gen);
     return rc;

@@ -9,7 +9,8 @@
 #     directly) — for the built-in DEMO key and for another key;
 #   * the comparison can fail: a different key changes the synthetic
 #     columns (and only those: the true columns stay);
-#   * the third stream, a table through `marginal`, prints 12 months.
+#   * the third stream, a table through `marginal`, prints 12 months;
+#   * the fourth, check-ins through `spatial`, prints 12 months.
 # Usage: bash demo_cli.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: demo_cli.sh path/to/dpstream}
@@ -64,6 +65,15 @@ trows() { grep '^  month ' "$1" | awk '{print $3}'; }
 srows() { grep '^  month ' "$1" | awk '{print $6, $11}'; }
 [ "$(trows "$WORK/offline.txt")" = "$(trows "$WORK/offline2.txt")" ] || fail "table: true rows depend on the key"
 [ "$(srows "$WORK/offline.txt")" != "$(srows "$WORK/offline2.txt")" ] || fail "table: synthetic columns do not depend on the key"
+# The map stream (spatial): 12 months, the true counts independent of the
+# key, the synthetic ones not.
+[ "$(grep -c '^  map ' "$WORK/kafka.txt")" -eq 12 ] || fail "kafka demo did not print 12 map months"
+grep -q "spatial/privtree+discrete_laplace, spent eps 1 of 1 (EXHAUSTED)" "$WORK/kafka.txt" \
+    || fail "the map's ledger line is missing"
+mtrue() { grep '^  map ' "$1" | awk '{print $3, $13, $15, $17, $20}' | sed 's|/[0-9]*||g'; }
+msyn() { grep '^  map ' "$1" | awk '{print $6, $8, $13, $15}'; }
+[ "$(mtrue "$WORK/offline.txt")" = "$(mtrue "$WORK/offline2.txt")" ] || fail "map: true counts depend on the key"
+[ "$(msyn "$WORK/offline.txt")" != "$(msyn "$WORK/offline2.txt")" ] || fail "map: synthetic columns do not depend on the key"
 # Bad usage is refused.
 if "$BIN" demo --bogus 2>/dev/null; then fail "unknown option accepted"; fi
 echo "PASS demo_cli"
