@@ -64,6 +64,65 @@ void dp_partition_sample(const dp_box *b, uint32_t depth, uint64_t path, dp_drbg
     }
 }
 
+void dp_cell_sums_init(dp_cell_sums *s, uint32_t depth)
+{
+    memset(s, 0, sizeof *s);
+    s->depth = depth;
+}
+
+void dp_cell_sums_free(dp_cell_sums *s)
+{
+    free(s->keys);
+    free(s->cum);
+    memset(s, 0, sizeof *s);
+}
+
+void dp_cell_sums_reset(dp_cell_sums *s) { s->n = 0; }
+
+int dp_cell_sums_add(dp_cell_sums *s, uint64_t key, int64_t count)
+{
+    if (s->n + 1 >= s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        uint64_t *k = realloc(s->keys, cap * sizeof *k);
+        if (k)
+            s->keys = k;
+        int64_t *c = realloc(s->cum, (cap + 1) * sizeof *c);
+        if (c)
+            s->cum = c;
+        if (!k || !c)
+            return DP_ENOMEM;
+        s->cap = cap;
+    }
+    if (s->n == 0)
+        s->cum[0] = 0;
+    s->keys[s->n] = key;
+    s->cum[s->n + 1] = s->cum[s->n] + count;
+    s->n++;
+    return DP_OK;
+}
+
+static size_t lower_bound(const uint64_t *k, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int64_t dp_cell_sums_range(const dp_cell_sums *s, uint32_t k, uint64_t path)
+{
+    if (s->n == 0)
+        return 0;
+    size_t a = lower_bound(s->keys, s->n, dp_partition_first(k, path, s->depth));
+    size_t b = k == 0 ? s->n : lower_bound(s->keys, s->n, dp_partition_first(k, path + 1, s->depth));
+    return s->cum[b] - s->cum[a];
+}
+
 int dp_ptree_init(dp_ptree *t, uint32_t max_nodes)
 {
     memset(t, 0, sizeof *t);

@@ -52,6 +52,25 @@ static inline uint64_t dp_partition_first(uint32_t k, uint64_t path, uint32_t de
     return path << (depth - k);
 }
 
+/* --- counts of points by cell ------------------------------------------------------
+ *
+ * A sparse histogram over the depth-`depth` cells (keys = paths, ascending)
+ * with prefix sums, so any coarser cell's total is two binary searches. */
+typedef struct dp_cell_sums {
+    uint32_t  depth;
+    size_t    n, cap;
+    uint64_t *keys;
+    int64_t  *cum;   /* cum[i] = Σ counts of keys[0..i) */
+} dp_cell_sums;
+
+void dp_cell_sums_init(dp_cell_sums *s, uint32_t depth);
+void dp_cell_sums_free(dp_cell_sums *s);
+/* Append a cell (keys strictly ascending across calls after a reset). */
+int  dp_cell_sums_add(dp_cell_sums *s, uint64_t key, int64_t count);
+void dp_cell_sums_reset(dp_cell_sums *s);
+/* Σ counts over the cells below (k, path), k <= depth. */
+int64_t dp_cell_sums_range(const dp_cell_sums *s, uint32_t k, uint64_t path);
+
 /* --- the materialised tree ---------------------------------------------------- */
 
 #define DP_PTREE_NONE UINT32_MAX

@@ -36,14 +36,9 @@
  * the budget (2^20 units: f's share to the tree, the rest to the counts),
  * and spent_total is the largest step's, the budget.
  *
- * Exact noise on a fixed-point grid: c is scaled by S = 2^16 and floored
- * (an integer event moves it by exactly S), the bias b = max(c - depth·δ,
- * θ - δ) with δ rounded up to the grid (a larger δ only lowers the bias),
- * and the noise is DLap(λ·S) with the scale rounded up.  PrivTree's proof
- * uses of its noise only that shifting the argument by x changes the
- * probability of crossing the threshold by at most e^{x/λ} and by exactly
- * e^{x/λ} in the upper tail; the discrete Laplace on the grid has both
- * (its survival function is geometric above 0).
+ * Exact noise: PrivTree's decision on a 2^16 fixed-point grid with discrete
+ * Laplace noise (privtree.h says why that keeps its proof); the counters'
+ * noise is discrete Laplace on integers.
  *
  * Public (ALGORITHMS.md §1): the configuration, the step boundaries, and
  * everything derived from released outputs — the tree's shape (PrivTree's
@@ -53,8 +48,7 @@
 
 #include "core/counter.h"
 #include "core/dp_error.h"
-#include "core/rational.h"
-#include "core/sample.h"
+#include "synth/privtree.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,9 +58,6 @@
 #define SPATIAL_REL_MAGIC 0x4c455253u   /* "SREL" */
 #define NAME "spatial"
 #define UNIT_BITS 20
-#define GRID_BITS 16
-#define GRID ((double)(1 << GRID_BITS))
-#define VALUE_LIMIT 1e12                /* |base| is clamped here before scaling (int64 room) */
 
 typedef enum node_status { NODE_BELOW = 0, NODE_LEAF = 1, NODE_INTERNAL = 2 } node_status;
 
@@ -78,10 +69,7 @@ typedef struct spatial_release {
     /* plan */
     uint64_t          tree_units, count_units;
     double            eps_tree, eps_count;   /* per event */
-    double            lambda;                /* PrivTree's noise scale (count units) */
-    dp_rational       tree_scale;            /* λ·S, rounded up */
-    dp_dlap           tree_noise;
-    int64_t           delta_grid, theta_grid;
+    dp_privtree       privtree;
     dp_counter_config ccfg;
     /* state */
     uint64_t          done;                  /* input steps closed */
@@ -100,9 +88,7 @@ typedef struct spatial_release {
     int               clamped, truncated;
     /* scratch */
     uint32_t         *queue;
-    uint64_t         *net_keys, *add_keys;
-    int64_t          *net_cum, *add_cum;
-    size_t            n_net, n_add;
+    dp_cell_sums      net, added;            /* the step's ∇f_t and ∇f⁺_t by finest cell */
     uint64_t         *leaf_pts;
     uint64_t          next_id;
     double            point_buf[DP_PARTITION_MAX_DIM];
@@ -123,10 +109,8 @@ static void spatial_release_destroy(dp_release_half *rel)
     free(m->status);
     free(m->queue);
     free(m->leaf_pts);
-    free(m->net_keys);
-    free(m->add_keys);
-    free(m->net_cum);
-    free(m->add_cum);
+    dp_cell_sums_free(&m->net);
+    dp_cell_sums_free(&m->added);
     dp_ptree_free(&m->tree);
     dp_stats_free(&m->pending);
     dp_ledger_free(&m->ledger);
@@ -187,14 +171,9 @@ static int plan(spatial_release *m, char *errstr, size_t errstr_size)
     m->eps_count = dp_ledger_units_value(&m->ledger, m->count_units) / c->sensitivity;
     /* PrivTree, β = 2 (Zhang et al. 2016 Thm 4.2; seed 002 Alg. 2):
      * λ = (2β-1)/((β-1)ε_tree) = 3/ε_tree, δ = λ·ln β. */
-    m->lambda = 3.0 / m->eps_tree;
     char why[256] = "";
-    if (dp_rational_from_double_up(m->lambda * GRID, &m->tree_scale) != DP_OK ||
-        (rc = dp_dlap_prepare(&m->tree_noise, m->tree_scale, why, sizeof why)) != DP_OK)
-        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": PrivTree noise scale %g out of range: %s", m->lambda,
-                      why);
-    m->delta_grid = (int64_t)ceil(m->lambda * log(2.0) * GRID);
-    m->theta_grid = (int64_t)llround(c->theta * GRID);
+    if ((rc = dp_privtree_prepare(&m->privtree, m->eps_tree, c->theta, c->max_depth, why, sizeof why)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": %s", why);
     m->ccfg = (dp_counter_config){.kind = c->counter_kind,
                                   .horizon = c->horizon ? c->horizon - c->init_steps + 1 : 0,
                                   .block = c->counter_block,
@@ -228,6 +207,8 @@ static int spatial_release_create(dp_release_half **out, const json_t *config, c
     m->key = env->key;
     m->stream_id_len = env->stream_id ? env->stream_id_len : 0;
     dp_stats_init(&m->pending, 0);
+    dp_cell_sums_init(&m->net, m->cfg.max_depth);
+    dp_cell_sums_init(&m->added, m->cfg.max_depth);
     if (!(m->stream_id = malloc(m->stream_id_len + 1)) || dp_ptree_init(&m->tree, m->cfg.max_nodes) != DP_OK ||
         reserve_nodes(m, 1) != DP_OK) {
         spatial_release_destroy((dp_release_half *)m);
@@ -249,59 +230,18 @@ static int spatial_release_create(dp_release_half **out, const json_t *config, c
 
 static int build_sums(spatial_release *m, const dp_stats *st)
 {
-    free(m->net_keys);
-    free(m->add_keys);
-    free(m->net_cum);
-    free(m->add_cum);
-    size_t n = st->n_cells;
-    m->net_keys = malloc((n + 1) * sizeof *m->net_keys);
-    m->add_keys = malloc((n + 1) * sizeof *m->add_keys);
-    m->net_cum = malloc((n + 1) * sizeof *m->net_cum);
-    m->add_cum = malloc((n + 1) * sizeof *m->add_cum);
-    if (!m->net_keys || !m->add_keys || !m->net_cum || !m->add_cum)
-        return DP_ENOMEM;
-    m->n_net = m->n_add = 0;
-    m->net_cum[0] = m->add_cum[0] = 0;
-    for (size_t i = 0; i < n; i++) {   /* keys ascending, so each tag's paths are too */
-        uint64_t path = st->keys[i] >> 1;
-        if ((st->keys[i] & 1) == DP_SPATIAL_TAG_NET) {
-            m->net_keys[m->n_net] = path;
-            m->net_cum[m->n_net + 1] = m->net_cum[m->n_net] + st->counts[i];
-            m->n_net++;
-        } else {
-            m->add_keys[m->n_add] = path;
-            m->add_cum[m->n_add + 1] = m->add_cum[m->n_add] + st->counts[i];
-            m->n_add++;
-        }
-    }
-    return DP_OK;
+    dp_cell_sums_reset(&m->net);
+    dp_cell_sums_reset(&m->added);
+    int rc = DP_OK;
+    for (size_t i = 0; i < st->n_cells && rc == DP_OK; i++)   /* keys ascending: each tag's paths are too */
+        rc = dp_cell_sums_add((st->keys[i] & 1) == DP_SPATIAL_TAG_NET ? &m->net : &m->added, st->keys[i] >> 1,
+                              st->counts[i]);
+    return rc;
 }
 
-static size_t lower_bound(const uint64_t *k, size_t n, uint64_t x)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Σ of one tag's counts over the finest cells below node v. */
 static int64_t range_sum(const spatial_release *m, const dp_pnode *v, int added)
 {
-    uint32_t h = m->cfg.max_depth;
-    uint64_t first = dp_partition_first(v->depth, v->path, h);
-    uint64_t last = dp_partition_first(v->depth, v->path + 1, h);   /* exclusive; 0 past the end at depth 0 */
-    const uint64_t *k = added ? m->add_keys : m->net_keys;
-    const int64_t *cum = added ? m->add_cum : m->net_cum;
-    size_t n = added ? m->n_add : m->n_net;
-    size_t a = lower_bound(k, n, first);
-    size_t b = v->depth == 0 || last == 0 ? n : lower_bound(k, n, last);
-    return cum[b] - cum[a];
+    return dp_cell_sums_range(added ? &m->added : &m->net, v->depth, v->path);
 }
 
 /* --- PrivTree (seed 002 Alg. 2) ------------------------------------------------------ */
@@ -356,16 +296,7 @@ static int grow_tree(spatial_release *m, uint64_t rstep, uint32_t *n_leaves)
     while (head < tail && rc == DP_OK) {
         uint32_t v = m->queue[head++];
         const dp_pnode *node = &m->tree.nodes[v];
-        int split = 0;
-        if (node->depth < c->max_depth) {
-            double base = base_of(m, v);
-            base = base > VALUE_LIMIT ? VALUE_LIMIT : base < -VALUE_LIMIT ? -VALUE_LIMIT : base;
-            int64_t cg = (int64_t)floor(base * GRID) + range_sum(m, node, added) * (int64_t)GRID;
-            int64_t bias = cg - (int64_t)node->depth * m->delta_grid;
-            if (bias < m->theta_grid - m->delta_grid)
-                bias = m->theta_grid - m->delta_grid;
-            split = bias + dp_dlap_sample(&m->tree_noise, &g) > m->theta_grid;
-        }
+        int split = dp_privtree_split(&m->privtree, base_of(m, v), range_sum(m, node, added), node->depth, &g);
         if (split) {
             /* Past max_nodes the BFS prefix of PrivTree's output is kept
              * (post-processing of the full output) and flagged. */
@@ -521,9 +452,9 @@ static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_r
     int rc = sink->manifest ? sink->manifest(sink->ctx, &man) : 0;
     if (rc != 0)
         return rc;
-    dp_kv noise[] = {{"privtree_lambda", m->lambda},
-                     {"privtree_delta", (double)m->delta_grid / GRID},
-                     {"privtree_theta", (double)m->theta_grid / GRID},
+    dp_kv noise[] = {{"privtree_lambda", m->privtree.lambda},
+                     {"privtree_delta", dp_privtree_delta(&m->privtree)},
+                     {"privtree_theta", dp_privtree_theta(&m->privtree)},
                      {"tree_epsilon", m->eps_tree},
                      {"count_epsilon", m->eps_count},
                      {"sensitivity", (double)c->sensitivity}};
