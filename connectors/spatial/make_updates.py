@@ -27,7 +27,8 @@ caller fetched them, or generated.
 Every subcommand writes DIR/points.csv (step,move,x,y; move +1 insert / -1
 delete), DIR/updates.jsonl (INSERT/DELETE updates + a CLOSE_STEP per step,
 for `dpstream replay`), DIR/dpstream.json (a config routing the stream to
-`spatial`) and, where the source has them, DIR/queries.csv (x1,y1,x2,y2,size).
+`spatial`), DIR/stream.json (its name and number of steps, some of which
+may be empty) and, where the source has them, DIR/queries.csv (x1,y1,x2,y2,size).
 """
 import argparse
 import csv
@@ -102,6 +103,8 @@ def write_stream(out, stream, steps, config, queries=None):
             f.write(json.dumps({"stream": stream, "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")) + "\n")
     json.dump({"streams": [{"match": stream, "synthesizer": "spatial", "config": config}]},
               open(os.path.join(out, "dpstream.json"), "w"), indent=1)
+    json.dump({"stream": stream, "steps": len(steps), "updates": sum(len(r) for r in steps)},
+              open(os.path.join(out, "stream.json"), "w"))
     if queries:
         with open(os.path.join(out, "queries.csv"), "w", newline="") as f:
             w = csv.writer(f)

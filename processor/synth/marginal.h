@@ -68,12 +68,6 @@ extern const dp_mmodel_ops dp_mmodel_pgm;
 /* The mw model's expected counts N·p over the whole domain (the mwem baseline adds them up). */
 int dp_mmodel_mw_counts(const dp_mmodel *m, double *out);
 
-/* Systematic rounding of n over nonnegative weights w[0..c) (negative ones
- * count as 0; all zero: uniform): one uniform offset U from g, cell i gets
- * floor(S_i + U) - floor(S_{i-1} + U) where S is the running sum of
- * n·w/Σw — every cell its expected count rounded up or down, exactly n in
- * total. */
-void dp_marginal_round_counts(const double *w, uint64_t c, uint64_t n, dp_drbg *g, uint64_t *out);
 
 /* Rows from a dense vector of expected counts over the domain (cells in
  * mixed radix, attribute 0 most significant), rounded as above, in domain

@@ -33,6 +33,7 @@
  * post-processing of charged outputs; doubles are fine, all loops run in a
  * fixed order, randomness comes from the DRBG only. */
 #include "synth/marginal.h"
+#include "core/round.h"
 #include "synth/marginal_factor.h"
 
 #include "core/dp_error.h"
@@ -379,7 +380,7 @@ static int pgm_rows(const dp_mmodel *cm, uint64_t n, dp_drbg *g, dp_mrow_fn emit
         rc = DP_ENOMEM;
         goto out;
     }
-    dp_marginal_round_counts(root->v, root->cells, n, g, counts);
+    dp_round_systematic(root->v, root->cells, n, g, counts);
     uint64_t r = 0;
     for (uint64_t x = 0; x < root->cells; x++) {
         uint64_t rest = x;
@@ -451,7 +452,7 @@ static int pgm_rows(const dp_mmodel *cm, uint64_t n, dp_drbg *g, dp_mrow_fn emit
             uint64_t lo = cnt[s], hi = cnt[s + 1], ns = hi - lo;
             if (ns == 0)
                 continue;
-            dp_marginal_round_counts(cond + s * new_cells, new_cells, ns, g, counts);
+            dp_round_systematic(cond + s * new_cells, new_cells, ns, g, counts);
             for (uint64_t i = ns; i > 1; i--) {   /* Fisher–Yates over the group */
                 uint64_t j = dp_drbg_uniform(g, i);
                 uint64_t t = perm[lo + i - 1];

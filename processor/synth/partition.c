@@ -148,7 +148,9 @@ int dp_ptree_split(dp_ptree *t, uint32_t v)
     if (t->nodes[v].depth >= DP_PARTITION_MAX_DEPTH || t->n > t->max_nodes - 2 || t->max_nodes < 2)
         return DP_ERANGE;
     if (t->n + 2 > t->cap) {
-        uint32_t cap = t->cap * 2 < t->max_nodes ? t->cap * 2 : t->max_nodes;
+        uint32_t cap = t->cap > t->max_nodes / 2 ? t->max_nodes : t->cap * 2;
+        if (cap < t->n + 2)   /* a restored tree has cap = n, perhaps 1 */
+            cap = t->n + 2;
         dp_pnode *p = realloc(t->nodes, (size_t)cap * sizeof *p);
         if (!p)
             return DP_ENOMEM;

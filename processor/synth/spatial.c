@@ -48,6 +48,7 @@
 
 #include "core/counter.h"
 #include "core/dp_error.h"
+#include "core/round.h"
 #include "synth/privtree.h"
 
 #include <math.h>
@@ -90,6 +91,7 @@ typedef struct spatial_release {
     uint32_t         *queue;
     dp_cell_sums      net, added;            /* the step's ∇f_t and ∇f⁺_t by finest cell */
     uint64_t         *leaf_pts;
+    double           *weights;
     uint64_t          next_id;
     double            point_buf[DP_PARTITION_MAX_DIM];
 } spatial_release;
@@ -109,6 +111,7 @@ static void spatial_release_destroy(dp_release_half *rel)
     free(m->status);
     free(m->queue);
     free(m->leaf_pts);
+    free(m->weights);
     dp_cell_sums_free(&m->net);
     dp_cell_sums_free(&m->added);
     dp_ptree_free(&m->tree);
@@ -142,6 +145,7 @@ static int reserve_nodes(spatial_release *m, uint32_t n)
     GROW(status);
     GROW(queue);
     GROW(leaf_pts);
+    GROW(weights);
 #undef GROW
     m->cap = cap;
     return DP_OK;
@@ -351,9 +355,10 @@ static int count_leaves(spatial_release *m, uint32_t n_leaves, char *errstr, siz
 
 static void extend(spatial_release *m) { dp_ptree_extend(&m->tree, m->C, m->A, m->D); }
 
-/* round⁺(g_t(v)) points per leaf, cut proportionally at max_release_points;
- * then the released measure of every materialised node. */
-static void leaf_points(spatial_release *m, uint32_t n_leaves)
+/* The paper's release: round⁺(g_t(v)) points in each leaf, cut
+ * proportionally at max_release_points.  Every leaf's rounding at 0 adds
+ * mass, so the total is biased upwards by about the leaves' noise. */
+static void leaf_points_paper(spatial_release *m, uint32_t n_leaves)
 {
     double total = 0;
     for (uint32_t i = 0; i < n_leaves; i++) {
@@ -364,11 +369,50 @@ static void leaf_points(spatial_release *m, uint32_t n_leaves)
     }
     double cap = (double)m->cfg.max_release_points;
     m->clamped = total > cap;
+    for (uint32_t i = 0; i < n_leaves && m->clamped; i++)
+        m->leaf_pts[i] = (uint64_t)floor((double)m->leaf_pts[i] * cap / total);
+}
+
+/* The safe variant's release: g⁺, the non-negative consistent version of
+ * g_t on T_t (top-down from max(0, g(root)): each node's value is split
+ * between its children in proportion to their clamped values, evenly when
+ * both are <= 0 — the Consistency step of seed 004 Alg. 4 on reals), then
+ * round(g⁺(root)) points spread over the leaves by systematic rounding.
+ * The total is unbiased for g(root) = Σ of all counters; post-processing
+ * of the counters' outputs, so free.  syn holds g⁺ on T_t meanwhile. */
+static void leaf_points_consistent(spatial_release *m, uint64_t rstep, uint32_t n_leaves)
+{
+    const dp_ptree *t = &m->tree;
+    m->syn[0] = fmax(0, g_of(m, 0));
+    for (uint32_t v = 0; v < t->n; v++) {   /* ids: parents first */
+        if (m->status[v] != NODE_INTERNAL)
+            continue;
+        uint32_t c = t->nodes[v].child;
+        double a = fmax(0, g_of(m, c)), b = fmax(0, g_of(m, c + 1));
+        m->syn[c] = a + b > 0 ? m->syn[v] * (a / (a + b)) : m->syn[v] / 2;
+        m->syn[c + 1] = m->syn[v] - m->syn[c];
+    }
+    double total = m->syn[0] < 1e15 ? rint(m->syn[0]) : 1e15, cap = (double)m->cfg.max_release_points;
+    m->clamped = total > cap;
+    for (uint32_t i = 0; i < n_leaves; i++)
+        m->weights[i] = m->syn[m->queue[i]];
+    dp_drbg g;
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, rstep, NAME "/rounding");
+    dp_round_systematic(m->weights, n_leaves, (uint64_t)(m->clamped ? cap : total), &g, m->leaf_pts);
+    dp_drbg_wipe(&g);
+}
+
+/* The points per leaf, then the released measure of every materialised
+ * node: the leaves' counts, their sums above, halved below. */
+static void leaf_points(spatial_release *m, uint64_t rstep, uint32_t n_leaves)
+{
+    if (m->cfg.variant == DP_SPATIAL_SAFE)
+        leaf_points_consistent(m, rstep, n_leaves);
+    else
+        leaf_points_paper(m, n_leaves);
     m->points = 0;
     m->max_leaf_depth = 0;
     for (uint32_t i = 0; i < n_leaves; i++) {
-        if (m->clamped)
-            m->leaf_pts[i] = (uint64_t)floor((double)m->leaf_pts[i] * cap / total);
         m->points += m->leaf_pts[i];
         uint32_t v = m->queue[i];
         m->syn[v] = (double)m->leaf_pts[i];
@@ -529,7 +573,7 @@ static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_st
                                : rc;
     }
     extend(m);
-    leaf_points(m, n_leaves);
+    leaf_points(m, rstep, n_leaves);
     dp_stats_clear(&m->pending, step);
     if ((rc = emit_points(m, rstep, n_leaves, sink)) != 0)
         return rc;

@@ -12,6 +12,7 @@
 #include "synth_testkit.h"
 
 #include "synth/marginal.h"
+#include "core/round.h"
 
 #include <math.h>
 
@@ -467,7 +468,7 @@ static void test_shards_merge(void)
     json_decref(j);
 }
 
-/* dp_marginal_round_counts hands out exactly n rows whatever the weights:
+/* dp_round_systematic (core/round.h) hands out exactly n rows whatever the weights:
  * ordinary weights get floor or ceil of their share (systematic rounding),
  * and weights near DBL_MAX, inf, NaN or all non-positive (a corrupt or
  * extreme restored model) neither overflow nor lose the total. */
@@ -480,7 +481,7 @@ static void test_round_counts(void)
     const double ordinary[5] = {1, 2, 3, 4, 0};
     uint64_t out[5];
     for (int rep = 0; rep < 50; rep++) {
-        dp_marginal_round_counts(ordinary, 5, 1001, &g, out);
+        dp_round_systematic(ordinary, 5, 1001, &g, out);
         uint64_t sum = 0;
         for (int i = 0; i < 5; i++) {
             double share = 1001.0 * ordinary[i] / 10.0;
@@ -497,15 +498,15 @@ static void test_round_counts(void)
         {-1, 0, -5, 0},
     };
     for (int t = 0; t < 4; t++) {
-        dp_marginal_round_counts(extreme[t], 4, 999, &g, out);
+        dp_round_systematic(extreme[t], 4, 999, &g, out);
         uint64_t sum = 0;
         for (int i = 0; i < 4; i++)
             sum += out[i];
         CU_ASSERT_EQUAL(sum, 999);
     }
-    dp_marginal_round_counts(extreme[0], 4, 999, &g, out);
+    dp_round_systematic(extreme[0], 4, 999, &g, out);
     CU_ASSERT(out[0] >= 332 && out[0] <= 334 && out[3] == 0);
-    dp_marginal_round_counts(extreme[3], 4, 1000, &g, out);   /* no positive weight: evenly */
+    dp_round_systematic(extreme[3], 4, 1000, &g, out);   /* no positive weight: evenly */
     CU_ASSERT(out[0] == 250 && out[1] == 250 && out[2] == 250 && out[3] == 250);
     dp_drbg_wipe(&g);
 }

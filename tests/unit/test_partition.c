@@ -148,6 +148,20 @@ static void test_tree_snapshot(void)
         dp_ptree_free(&w);
         memcpy(b.data + off, save, 4);
     }
+    /* a restored one-node tree grows (its capacity is exactly what was loaded) */
+    dp_ptree one, grown;
+    CU_ASSERT_EQUAL_FATAL(dp_ptree_init(&one, 100), DP_OK);
+    b.len = 0;
+    CU_ASSERT_EQUAL_FATAL(dp_ptree_save(&one, &b), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_ptree_init(&grown, 100), DP_OK);
+    dp_reader_init(&r, b.data, b.len);
+    CU_ASSERT_EQUAL_FATAL(dp_ptree_load(&grown, &r), DP_OK);
+    CU_ASSERT_EQUAL(dp_ptree_split(&grown, 0), DP_OK);
+    CU_ASSERT_EQUAL(dp_ptree_split(&grown, 2), DP_OK);
+    CU_ASSERT_EQUAL(grown.n, 5);
+    CU_ASSERT_EQUAL(grown.nodes[4].path, 3);
+    dp_ptree_free(&one);
+    dp_ptree_free(&grown);
     /* the node limit holds */
     dp_ptree small;
     CU_ASSERT_EQUAL_FATAL(dp_ptree_init(&small, 3), DP_OK);
