@@ -10,7 +10,7 @@ PACKAGES=(
   librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev
   kcat python3 python3-yaml python3-venv
   openjdk-17-jre-headless maven
-  r-base-core r-cran-plm
+  r-base-core r-cran-plm r-cran-spatstat.data
   clang libclang-rt-14-dev
 )
 
