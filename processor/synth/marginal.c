@@ -632,14 +632,7 @@ static int emit_event(marginal_release *m, uint64_t step, uint64_t records, cons
     /* Per step, every row event's cost is the whole step's spend; rows of
      * different steps are disjoint, so the stream total is the largest
      * step's (the header): after any step, the budget. */
-    const dp_ledger *l = &m->ledger;
-    e.spent_step = l->spent;
-    e.spent_total = l->spent;
-    e.budget_total = l->budget;
-    e.spent_units_step = l->units_spent;
-    e.spent_units_total = l->units_spent;
-    e.budget_units = l->units_total;
-    dp_privacy_describe((dp_privacy){c->model, l->spent}, c->delta, &e.eps_simple, &e.eps_cks);
+    dp_budget_event_parallel_steps(&e, &m->ledger, e.delta);
     return sink->budget ? sink->budget(sink->ctx, &e) : 0;
 }
 

@@ -524,14 +524,7 @@ static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_r
         .n_accuracy = 1,
         .delta = 0,
     };
-    const dp_ledger *l = &m->ledger;
-    e.spent_step = l->spent;
-    e.spent_total = l->spent;
-    e.budget_total = l->budget;
-    e.spent_units_step = l->units_spent;
-    e.spent_units_total = l->units_spent;
-    e.budget_units = l->units_total;
-    dp_privacy_describe((dp_privacy){DP_PRIVACY_PURE, l->spent}, 0, &e.eps_simple, &e.eps_cks);
+    dp_budget_event_parallel_steps(&e, &m->ledger, e.delta);
     return sink->budget ? sink->budget(sink->ctx, &e) : 0;
 }
 

@@ -271,6 +271,13 @@ typedef struct dp_synth_ops {
 /* NULL if unknown. */
 const dp_synth_ops *dp_synth_ops_find(const char *name);
 
+/* (added) Fill e's spend fields from the ledger of one step of an
+ * event-level synthesizer whose steps compose in parallel (every event is
+ * touched only by its own step's mechanisms: `marginal`, `spatial`): the
+ * step's spend is also the stream's total, the largest step's (ALGORITHMS.md
+ * §1; the README's privacy section).  delta: for the zCDP → (ε, δ) figures. */
+void dp_budget_event_parallel_steps(dp_budget_event *e, const dp_ledger *l, double delta);
+
 /* (added) The stream's budget ledger (owned by the release half; spends are
  * recorded before a step's records are emitted), or NULL. */
 const dp_ledger *dp_synth_ledger(const dp_synth *s);
