@@ -20,12 +20,14 @@ extern const dp_synth_ops dp_synth_ops_window;
 extern const dp_synth_ops dp_synth_ops_cumulative;
 extern const dp_synth_ops dp_synth_ops_marginal;
 extern const dp_synth_ops dp_synth_ops_spatial;
+extern const dp_synth_ops dp_synth_ops_adaptive;
 
 static const dp_synth_ops *const REGISTRY[] = {
     &dp_synth_ops_window,
     &dp_synth_ops_cumulative,
     &dp_synth_ops_marginal,
     &dp_synth_ops_spatial,
+    &dp_synth_ops_adaptive,
     NULL,
 };
 

@@ -1,0 +1,123 @@
+/* adaptive_config.c — parse and validate `adaptive`'s JSON configuration
+ * (keys in adaptive_config.h).  All of it is public (ALGORITHMS.md §1),
+ * n_min included: it is the stream's declared lower bound, not a measured
+ * count. */
+#include "synth/adaptive_config.h"
+
+#include "synth/config_json.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <string.h>
+
+#define NAME "adaptive"
+
+static const char *const KEYS[] = {"synthesizer", "categories", "method", "epsilon", "privacy", "w", "horizon",
+                                   "max_releases", "decision_fraction", "n_min", "threshold", "theta_p",
+                                   "delta_sp", "burn_in", "delta", NULL};
+
+static int unit_real(const json_t *cfg, const char *key, double lo, double hi, double *out, char *errstr,
+                     size_t errstr_size)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (!v)
+        return DP_OK;
+    int rc = dp_cfg_real(v, NAME, key, out, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    if (!(*out > lo && *out < hi))
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": %s must be in (%g, %g)", key, lo, hi);
+    return DP_OK;
+}
+
+int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
+{
+    memset(c, 0, sizeof *c);
+    c->decision_fraction = 0.05;
+    c->threshold = 0.025;
+    c->theta_p = 0.5;
+    c->delta_sp = 0.05;
+    c->burn_in = 2;
+    if (!json_is_object(cfg))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        if (!dp_cfg_key_known(key, KEYS))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unknown config key \"%s\"", key);
+    }
+    int rc;
+    uint64_t u;
+    double unused;
+    if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), NAME)))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
+    if ((v = json_object_get(cfg, "delta")) && (rc = dp_cfg_real(v, NAME, "delta", &unused, errstr, errstr_size)))
+        return rc;
+    if (!(v = json_object_get(cfg, "categories")))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"categories\" (U bins) is required");
+    if ((rc = dp_cfg_uint(v, NAME, "categories", 2, DP_ADAPTIVE_MAX_CATEGORIES, &u, errstr, errstr_size)))
+        return rc;
+    c->categories = (uint32_t)u;
+    static const char *const METHODS[] = {"dsat", "dsft", "bd", "ba", NULL};
+    int method = 0;
+    if ((rc = dp_cfg_choice(json_object_get(cfg, "method"), NAME, "method", METHODS, &method, errstr, errstr_size)))
+        return rc;
+    c->method = (dp_adaptive_method)method;
+    if (!(v = json_object_get(cfg, "epsilon")))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"epsilon\" is required (pure ε-DP)");
+    if ((rc = dp_cfg_real(v, NAME, "epsilon", &c->epsilon, errstr, errstr_size)))
+        return rc;
+    if (!(c->epsilon > 0) || c->epsilon > 1e4)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": epsilon must be in (0, 1e4]");
+    if (!(v = json_object_get(cfg, "horizon")))
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"horizon\" (N) is required");
+    if ((rc = dp_cfg_uint(v, NAME, "horizon", 1, DP_ADAPTIVE_MAX_HORIZON, &c->horizon, errstr, errstr_size)))
+        return rc;
+    static const char *const PRIVACY[] = {"user", "w_event", NULL};
+    int window = c->method >= DP_ADAPTIVE_BD;
+    if ((rc = dp_cfg_choice(json_object_get(cfg, "privacy"), NAME, "privacy", PRIVACY, &window, errstr, errstr_size)))
+        return rc;
+    c->w_event = window;
+    if (c->w_event && c->method < DP_ADAPTIVE_BD)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      NAME ": privacy \"w_event\" is implemented for methods \"bd\" and \"ba\"; dsat and dsft are "
+                           "user-level over the horizon in this version");
+    if (!c->w_event && c->method >= DP_ADAPTIVE_BD)
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": methods \"bd\" and \"ba\" are w-event mechanisms: "
+                                                      "set \"privacy\": \"w_event\" and \"w\"");
+    if ((v = json_object_get(cfg, "w"))) {
+        if (!c->w_event)
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"w\" goes with \"privacy\": \"w_event\"");
+        if ((rc = dp_cfg_uint(v, NAME, "w", 1, 1u << 20, &u, errstr, errstr_size)))
+            return rc;
+        c->w = (uint32_t)u;
+    } else if (c->w_event) {
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"privacy\": \"w_event\" needs \"w\"");
+    }
+    c->max_releases = c->horizon / 10 > 2 ? c->horizon / 10 : 2;
+    if (c->max_releases > c->horizon)
+        c->max_releases = c->horizon;
+    if ((v = json_object_get(cfg, "max_releases")) &&
+        (rc = dp_cfg_uint(v, NAME, "max_releases", 1, c->horizon, &c->max_releases, errstr, errstr_size)))
+        return rc;
+    if ((rc = unit_real(cfg, "decision_fraction", 0, 1, &c->decision_fraction, errstr, errstr_size)) ||
+        (rc = unit_real(cfg, "threshold", 0, 2, &c->threshold, errstr, errstr_size)) ||
+        (rc = unit_real(cfg, "theta_p", 0, 100, &c->theta_p, errstr, errstr_size)) ||
+        (rc = unit_real(cfg, "delta_sp", 0, 1, &c->delta_sp, errstr, errstr_size)))
+        return rc;
+    if ((v = json_object_get(cfg, "burn_in"))) {
+        if ((rc = dp_cfg_uint(v, NAME, "burn_in", 0, c->horizon, &u, errstr, errstr_size)))
+            return rc;
+        c->burn_in = (uint32_t)u;
+    }
+    if ((v = json_object_get(cfg, "n_min"))) {
+        if ((rc = dp_cfg_uint(v, NAME, "n_min", 1, (uint64_t)1 << 40, &c->n_min, errstr, errstr_size)))
+            return rc;
+    } else if (!c->w_event) {
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      NAME ": \"n_min\" is required: a public lower bound on the snapshot size (the distance's "
+                           "sensitivity is 2/n_min)");
+    }
+    return DP_OK;
+}

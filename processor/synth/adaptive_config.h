@@ -1,0 +1,53 @@
+/* adaptive_config.h — the validated JSON configuration of `adaptive`
+ * (seed 003, Li, Xiong, Jiang, Liu 2015, corrected as ALGORITHMS.md §7).
+ *
+ * Keys (unknown keys refused; every error names its key):
+ *   categories        U histogram bins (required, 2..65536); a REPORT's value is a bin
+ *   method            "dsat" (default) | "dsft" | "bd" | "ba"
+ *   epsilon           pure ε-DP (required)
+ *   privacy           "user" (dsat, dsft: the whole series of a user's reports) |
+ *                     "w_event" with "w" (bd, ba: any w consecutive steps; Kellaris et al. 2014)
+ *   w                 the window of w_event privacy
+ *   horizon           N steps (required)
+ *   max_releases      C (dsat, dsft; default max(2, N/10))
+ *   decision_fraction k: ε₁ = kε for the decisions, ε₂ = (1−k)ε for the releases (default 0.05)
+ *   n_min             public lower bound on the snapshot size (dsat, dsft; required):
+ *                     the distance's sensitivity is Δ = 2/n_min
+ *   threshold         T (default 0.025)
+ *   theta_p           DSAT's proportional gain θ_P (default 0.5)
+ *   delta_sp          DSAT's set point δ_sp (default 0.05)
+ *   burn_in           DSAT's M (default 2)
+ *   delta             accepted (the stream file sets it on every stream) and unused: pure ε */
+#ifndef DP_ADAPTIVE_CONFIG_H
+#define DP_ADAPTIVE_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define DP_ADAPTIVE_MAX_CATEGORIES 65536u
+#define DP_ADAPTIVE_MAX_HORIZON (1u << 24)
+
+typedef enum dp_adaptive_method {
+    DP_ADAPTIVE_DSAT = 0,
+    DP_ADAPTIVE_DSFT = 1,
+    DP_ADAPTIVE_BD = 2,
+    DP_ADAPTIVE_BA = 3,
+} dp_adaptive_method;
+
+typedef struct dp_adaptive_config {
+    uint32_t           categories;
+    dp_adaptive_method method;
+    double             epsilon;
+    int                w_event;       /* bd, ba */
+    uint32_t           w;
+    uint64_t           horizon;
+    uint64_t           max_releases;  /* C */
+    double             decision_fraction;
+    uint64_t           n_min;
+    double             threshold, theta_p, delta_sp;
+    uint32_t           burn_in;
+} dp_adaptive_config;
+
+int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *errstr, size_t errstr_size);
+
+#endif

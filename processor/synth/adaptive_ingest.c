@@ -1,0 +1,178 @@
+/* adaptive_ingest.c — the ingest half of `adaptive` (adaptive.h): each
+ * entity's current value and the histogram of those values.  A REPORT sets
+ * its entity's value for this and later steps; a second REPORT of the same
+ * entity in one step is DUPLICATE_REPORT (the first one stands), decided by
+ * that entity's own history alone (ALGORITHMS.md §1). */
+#include "synth/adaptive.h"
+
+#include "core/bytes_map.h"
+#include "core/dp_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ADAPTIVE_INGEST_MAGIC 0x4e494441u   /* "ADIN" */
+#define MAX_ENTITY_BYTES 1024
+#define VALUE_BITS 20                        /* categories <= 2^16 < 2^20 */
+
+typedef struct adaptive_ingest {
+    dp_adaptive_config cfg;
+    uint64_t           open_step;
+    dp_bytes_map       entities;   /* entity -> step reported << VALUE_BITS | value */
+    int64_t           *hist;       /* H: how many entities hold each value now */
+} adaptive_ingest;
+
+static uint64_t packed(const dp_bytes_map_slot *s) { return (uint64_t)(uintptr_t)s->value; }
+
+int dp_adaptive_ingest_create(dp_ingest_half **out, const json_t *config, char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    adaptive_ingest *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    int rc = dp_adaptive_config_parse(&m->cfg, config, errstr, errstr_size);
+    if (rc != DP_OK) {
+        free(m);
+        return rc;
+    }
+    m->open_step = 1;
+    dp_bytes_map_init(&m->entities);
+    if (!(m->hist = calloc(m->cfg.categories, sizeof *m->hist))) {
+        free(m);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    }
+    *out = (dp_ingest_half *)m;
+    return DP_OK;
+}
+
+void dp_adaptive_ingest_destroy(dp_ingest_half *in)
+{
+    adaptive_ingest *m = (adaptive_ingest *)in;
+    if (!m)
+        return;
+    dp_bytes_map_free(&m->entities);
+    free(m->hist);
+    free(m);
+}
+
+int dp_adaptive_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason)
+{
+    adaptive_ingest *m = (adaptive_ingest *)in;
+    *reason = DP_REJECT_NONE;
+    if (u->step < m->open_step)
+        *reason = DP_REJECT_LATE;
+    else if (u->step > m->open_step)
+        *reason = DP_REJECT_FUTURE_STEP;
+    else if (u->kind != DP_UPDATE_REPORT || u->payload.kind != DP_PAYLOAD_CATEGORY)
+        *reason = DP_REJECT_WRONG_KIND;
+    else if (u->payload.category < 0 || u->payload.category >= (int64_t)m->cfg.categories)
+        *reason = DP_REJECT_OUT_OF_DOMAIN;
+    else if (!u->entity_id || u->entity_id_len == 0 || u->entity_id_len > MAX_ENTITY_BYTES)
+        *reason = DP_REJECT_MALFORMED;
+    if (*reason != DP_REJECT_NONE)
+        return DP_OK;
+    dp_bytes_map_slot *s = dp_bytes_map_find(&m->entities, u->entity_id, u->entity_id_len);
+    if (s && packed(s) >> VALUE_BITS == m->open_step) {
+        *reason = DP_REJECT_DUPLICATE_REPORT;
+        return DP_OK;
+    }
+    if (!s && !(s = dp_bytes_map_upsert(&m->entities, u->entity_id, u->entity_id_len)))
+        return DP_ENOMEM;
+    if (s->value)
+        m->hist[packed(s) & ((1u << VALUE_BITS) - 1)]--;
+    m->hist[u->payload.category]++;
+    s->value = (void *)(uintptr_t)(m->open_step << VALUE_BITS | (uint64_t)u->payload.category);
+    return DP_OK;
+}
+
+int dp_adaptive_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
+{
+    adaptive_ingest *m = (adaptive_ingest *)in;
+    if (step != m->open_step)
+        return DP_ESTATE;
+    int rc = DP_OK;
+    for (uint32_t b = 0; b < m->cfg.categories && rc == DP_OK; b++)
+        if (m->hist[b])
+            rc = dp_stats_add(out, b, m->hist[b]);
+    if (rc == DP_OK)
+        rc = dp_stats_finish(out);
+    if (rc == DP_OK)
+        m->open_step++;
+    return rc;
+}
+
+/* --- snapshots: entities in key order; H is recomputed from them ---------------- */
+
+static int slot_cmp(const void *a, const void *b)
+{
+    const dp_bytes_map_slot *x = *(const dp_bytes_map_slot *const *)a, *y = *(const dp_bytes_map_slot *const *)b;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int r = memcmp(x->key, y->key, n);
+    return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+int dp_adaptive_ingest_save(const dp_ingest_half *in, dp_buf *b)
+{
+    const adaptive_ingest *m = (const adaptive_ingest *)in;
+    const dp_bytes_map_slot **v = malloc((m->entities.count ? m->entities.count : 1) * sizeof *v);
+    if (!v)
+        return DP_ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < m->entities.cap; i++)
+        if (m->entities.slots[i].key)
+            v[n++] = &m->entities.slots[i];
+    qsort(v, n, sizeof *v, slot_cmp);
+    dp_buf_put_u32(b, ADAPTIVE_INGEST_MAGIC);
+    dp_buf_put_u32(b, m->cfg.categories);
+    dp_buf_put_u64(b, m->open_step);
+    dp_buf_put_u64(b, n);
+    for (size_t i = 0; i < n; i++) {
+        dp_buf_put_blob(b, v[i]->key, v[i]->key_len);
+        dp_buf_put_u64(b, packed(v[i]));
+    }
+    free(v);
+    return dp_buf_status(b);
+}
+
+int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
+{
+    adaptive_ingest *m = (adaptive_ingest *)in;
+    if (dp_reader_u32(r) != ADAPTIVE_INGEST_MAGIC || dp_reader_u32(r) != m->cfg.categories)
+        return DP_ECORRUPT;
+    m->open_step = dp_reader_u64(r);
+    uint64_t n = dp_reader_u64(r);
+    if (dp_reader_status(r) != DP_OK || m->open_step < 1 || m->open_step > m->cfg.horizon + 1 || n > (1ull << 40))
+        return DP_ECORRUPT;
+    const uint8_t *prev = NULL;
+    size_t prev_len = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len;
+        const uint8_t *k = dp_reader_blob(r, &len);
+        uint64_t p = dp_reader_u64(r);
+        uint64_t value = p & ((1u << VALUE_BITS) - 1), step = p >> VALUE_BITS;
+        if (!k || dp_reader_status(r) != DP_OK || len == 0 || len > MAX_ENTITY_BYTES || value >= m->cfg.categories ||
+            step < 1 || step > m->open_step)
+            return DP_ECORRUPT;
+        if (prev) {   /* strictly increasing keys: one canonical form */
+            dp_bytes_map_slot a = {.key = (char *)prev, .key_len = prev_len}, bb = {.key = (char *)k, .key_len = len};
+            const dp_bytes_map_slot *pa = &a, *pb = &bb;
+            if (slot_cmp(&pa, &pb) >= 0)
+                return DP_ECORRUPT;
+        }
+        dp_bytes_map_slot *s = dp_bytes_map_upsert(&m->entities, k, len);
+        if (!s)
+            return DP_ENOMEM;
+        s->value = (void *)(uintptr_t)p;
+        m->hist[value]++;
+        prev = k;
+        prev_len = len;
+    }
+    return DP_OK;
+}
+
+int dp_adaptive_ingest_roster_complete(const dp_ingest_half *in) { return 0; }
+
+uint64_t dp_adaptive_ingest_open_step(const dp_ingest_half *in)
+{
+    return ((const adaptive_ingest *)in)->open_step;
+}

@@ -1,0 +1,418 @@
+/* test_adaptive.c — `adaptive` (seed 003 corrected; BD/BA) through synth.h:
+ * config errors name their key; DSFT/DSAT release at most C times (the SVT
+ * stops after C − 1 positives) and spend exactly ε by the horizon; a
+ * stable stream is not re-released until the last step's unspent budget;
+ * released counts carry the discrete Laplace variance of scale C/ε₂ (a
+ * halved release budget fails the bound); BD and BA never spend more than
+ * ε in any w consecutive steps and do publish when the data moves; replays
+ * are byte-identical, a restore continues byte-identically, another key
+ * changes the release; bad reports are rejected with their reason and
+ * change nothing; entity-sharded ingest merged equals the bundle. */
+#include "dptest.h"
+#include "synth_testkit.h"
+
+#include "core/rational.h"
+#include "core/sample.h"
+#include "synth/adaptive.h"
+
+#include <math.h>
+#include <stdarg.h>
+
+static json_t *cfg_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *cfg_text(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    return j;
+}
+
+static int create_k(dp_synth **s, json_t *cfg, int key_i, dp_key *key, char *err, size_t errsz)
+{
+    dptest_key(key, 0);
+    memcpy(key->bytes, &key_i, sizeof key_i);
+    dp_synth_env env = {key, "ad/1", 4};
+    return dp_synth_create(s, "adaptive", cfg, &env, err, errsz);
+}
+
+/* Step t of a population of n users: user u reports value(u, t). */
+typedef int (*value_fn)(int u, int t);
+
+static int stable(int u, int t) { return u % 4; }
+static int flipping(int u, int t) { return t % 2 ? 0 : 3 - u % 2; }   /* the histogram moves between bins every step */
+static int drifting(int u, int t) { return (u * 7 + (t / 10) * (u % 3)) % 4; }
+
+static void run(dp_synth *s, tk_sink *k, int from, int T, int n, value_fn f)
+{
+    dp_release_sink rs = tk_sink_of(k);
+    char err[256], id[24];
+    for (int t = from; t <= T; t++) {
+        for (int u = 0; u < n; u++) {
+            snprintf(id, sizeof id, "u%d", u);
+            dp_reject_reason why;
+            CU_ASSERT_EQUAL(tk_report(s, (uint64_t)t, id, f(u, t), &why), DP_OK);
+            CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+        }
+        int rc = dp_synth_close_step(s, &rs, err, sizeof err);
+        if (rc != DP_OK)
+            printf("\n    close %d: %s", t, err);
+        CU_ASSERT_EQUAL_FATAL(rc, DP_OK);
+    }
+}
+
+static void expect_refused(const char *text, const char *needle)
+{
+    json_t *j = cfg_text("%s", text);
+    dp_synth *s = NULL;
+    dp_key key;
+    char err[512] = "";
+    CU_ASSERT_NOT_EQUAL(create_k(&s, j, 1, &key, err, sizeof err), DP_OK);
+    if (!strstr(err, needle))
+        printf("\n    error \"%s\" does not name \"%s\"", err, needle);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+static void test_config_errors(void)
+{
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"colour\": 1}", "\"colour\"");
+    expect_refused("{\"epsilon\": 1, \"horizon\": 10, \"n_min\": 5}", "categories");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10}", "n_min");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"method\": \"bd\"}", "w_event");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"method\": \"bd\", \"privacy\": \"w_event\"}",
+                   "\"w\"");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"privacy\": \"w_event\", "
+                   "\"w\": 3}", "dsat and dsft");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"max_releases\": 11}",
+                   "max_releases");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"decision_fraction\": 1}",
+                   "decision_fraction");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"method\": \"fast\"}",
+                   "method");
+}
+
+static double kv(const tk_sink *k, const char *key) { return tk_kv(k->m_debias, (char (*)[24])k->m_debias_keys, k->m_n_debias, key); }
+
+/* The histogram swaps every step: every decision is positive, so exactly C
+ * releases happen, the SVT stops, and the ledger ends at exactly ε. */
+static void test_svt_stops_after_c(void)
+{
+    for (int method = 0; method < 2; method++) {
+        json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 2, \"horizon\": 30, \"n_min\": 1000, \"max_releases\": 5,"
+                             " \"method\": \"%s\", \"decision_fraction\": 0.3}", method ? "dsft" : "dsat");
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create_k(&s, j, 1, &key, err, sizeof err), DP_OK);
+        tk_sink k;
+        tk_sink_init(&k);
+        int released = 0, last_release = 0;
+        for (int t = 1; t <= 30; t++) {
+            run(s, &k, t, t, 2000, flipping);
+            if (kv(&k, "released") == 1) {
+                released++;
+                last_release = t;
+            }
+            CU_ASSERT(kv(&k, "releases") <= 5);
+        }
+        printf("\n    %s: %d releases, the last at step %d", method ? "dsft" : "dsat", released, last_release);
+        CU_ASSERT_EQUAL(released, 5);
+        CU_ASSERT(last_release < 15);   /* positives come at once: nothing left for the end */
+        CU_ASSERT_EQUAL(k.b_status, DP_BUDGET_EXHAUSTED);
+        CU_ASSERT_EQUAL(k.b_spent_total, 2);
+        CU_ASSERT_EQUAL(k.b_budget_total, 2);
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+        json_decref(j);
+    }
+}
+
+/* A stable population: the distance stays near 0, below T = 0.3, so after
+ * the first release nothing is released until the last step, which spends
+ * the unspent release budget; the ledger ends at exactly ε. */
+static void test_stable_stream(void)
+{
+    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 4, \"horizon\": 20, \"n_min\": 1000, \"max_releases\": 4,"
+                         " \"method\": \"dsft\", \"threshold\": 0.3, \"decision_fraction\": 0.5}");
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create_k(&s, j, 2, &key, err, sizeof err), DP_OK);
+    tk_sink k;
+    tk_sink_init(&k);
+    int released = 0;
+    for (int t = 1; t <= 20; t++) {
+        uint64_t before = k.records;
+        run(s, &k, t, t, 2000, stable);
+        int r = kv(&k, "released") == 1;
+        released += r;
+        if (t > 1 && t < 20) {
+            CU_ASSERT_EQUAL(r, 0);
+            CU_ASSERT_EQUAL(kv(&k, "repeat_of"), 1);
+            CU_ASSERT_EQUAL(k.records, before);
+            CU_ASSERT_EQUAL(k.m_mode, DP_RELEASE_DELTA);
+        }
+    }
+    CU_ASSERT_EQUAL(released, 2);   /* step 1 and the last step */
+    CU_ASSERT_EQUAL(k.b_spent_total, 4);
+    CU_ASSERT_EQUAL(k.b_status, DP_BUDGET_EXHAUSTED);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+/* Step 1's release: H + DLap(C/ε₂) per bin.  Over many keys the variance of
+ * a released count is the discrete Laplace variance (±5 standard errors of
+ * the sample variance, kurtosis 6 of a Laplace). */
+static void test_release_noise(void)
+{
+    enum { KEYS = 600 };
+    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 100, \"max_releases\": 2,"
+                         " \"decision_fraction\": 0.2}");
+    double sum = 0, sumsq = 0, n = 0;
+    for (int key_i = 0; key_i < KEYS; key_i++) {
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create_k(&s, j, key_i, &key, err, sizeof err), DP_OK);
+        tk_sink k;
+        tk_sink_init(&k);
+        run(s, &k, 1, 1, 400, stable);
+        for (int b = 0; b < 4; b++) {
+            char name[24];
+            snprintf(name, sizeof name, "count.%d", b);
+            double e = kv(&k, name) - 100;
+            sum += e;
+            sumsq += e * e;
+            n++;
+        }
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+    }
+    /* ε₂ = 0.8 of 1, C = 2: scale C/ε₂ = 2.5 (the ledger's exact units) */
+    dp_rational q;
+    CU_ASSERT_EQUAL_FATAL(dp_rational_from_double_up(2.5, &q), DP_OK);
+    double want = dp_dlap_variance(q), mean = sum / n, var = (sumsq - n * mean * mean) / (n - 1);
+    double sd_ratio = sqrt(2.0 / (n - 1) + 3.0 / n);
+    printf("\n    released-count variance %.2f, discrete Laplace(2.5) %.2f", var, want);
+    CU_ASSERT(fabs(var / want - 1) <= 5 * sd_ratio);
+    json_decref(j);
+}
+
+/* BD and BA: the spends of any w consecutive steps (the budget events'
+ * spent_step: tests and publications) stay within ε; the drifting stream
+ * makes them publish more than once. */
+static void test_window_budget(void)
+{
+    for (int method = 0; method < 2; method++) {
+        json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 60, \"method\": \"%s\", "
+                             "\"privacy\": \"w_event\", \"w\": 8}", method ? "ba" : "bd");
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create_k(&s, j, 3, &key, err, sizeof err), DP_OK);
+        tk_sink k;
+        tk_sink_init(&k);
+        double spent[61] = {0};
+        int pubs = 0;
+        for (int t = 1; t <= 60; t++) {
+            run(s, &k, t, t, 3000, drifting);
+            spent[t] = k.b_spent_step;
+            pubs += kv(&k, "released") == 1;
+            CU_ASSERT(k.b_spent_total <= 1 + 1e-9);
+        }
+        double worst = 0;
+        for (int t = 1; t + 7 <= 60; t++) {
+            double w = 0;
+            for (int i = t; i < t + 8; i++)
+                w += spent[i];
+            worst = w > worst ? w : worst;
+        }
+        printf("\n    %s: %d publications, largest 8-step spend %.4f", method ? "ba" : "bd", pubs, worst);
+        CU_ASSERT(worst <= 1 + 1e-9);
+        CU_ASSERT(pubs >= 3);
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+        json_decref(j);
+    }
+}
+
+static void run_bytes(const char *method, int key_i, int restore_at, dp_buf *out)
+{
+    json_t *j = cfg_text(!strcmp(method, "bd") || !strcmp(method, "ba")
+                             ? "{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", "
+                               "\"privacy\": \"w_event\", \"w\": 4}"
+                             : "{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", \"n_min\": 500,"
+                               " \"max_releases\": 4, \"decision_fraction\": 0.3}",
+                         method);
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create_k(&s, j, key_i, &key, err, sizeof err), DP_OK);
+    tk_sink k;
+    tk_sink_init(&k);
+    if (restore_at) {
+        run(s, &k, 1, restore_at, 700, drifting);
+        dp_buf snap;
+        dp_buf_init(&snap);
+        CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
+        dp_synth_destroy(s);
+        dp_synth_env env = {&key, "ad/1", 4};
+        int rc = dp_synth_restore(&s, "adaptive", j, &env, snap.data, snap.len, err, sizeof err);
+        if (rc != DP_OK)
+            printf("\n    restore: %s", err);
+        CU_ASSERT_EQUAL_FATAL(rc, DP_OK);
+        dp_buf_free(&snap);
+    }
+    run(s, &k, restore_at + 1, 12, 700, drifting);
+    dp_buf_put_bytes(out, k.out.data, k.out.len);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+static void test_determinism_and_restore(void)
+{
+    const char *methods[4] = {"dsat", "dsft", "bd", "ba"};
+    for (int mi = 0; mi < 4; mi++) {
+        dp_buf a, b, c, d;
+        dp_buf_init(&a);
+        dp_buf_init(&b);
+        dp_buf_init(&c);
+        dp_buf_init(&d);
+        run_bytes(methods[mi], 1, 0, &a);
+        run_bytes(methods[mi], 1, 0, &b);
+        run_bytes(methods[mi], 1, 5, &c);
+        run_bytes(methods[mi], 2, 0, &d);
+        CU_ASSERT(a.len > 1000);
+        CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+        CU_ASSERT(c.len == a.len && memcmp(a.data, c.data, a.len) == 0);
+        CU_ASSERT(a.len != d.len || memcmp(a.data, d.data, a.len) != 0);
+        dp_buf_free(&a);
+        dp_buf_free(&b);
+        dp_buf_free(&c);
+        dp_buf_free(&d);
+    }
+}
+
+static void test_bad_input(void)
+{
+    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 5, \"n_min\": 10}");
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create_k(&s, j, 1, &key, err, sizeof err), DP_OK);
+    dp_reject_reason why;
+    CU_ASSERT_EQUAL(tk_report(s, 1, "alice", 2, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+    dp_buf before, after;
+    dp_buf_init(&before);
+    dp_buf_init(&after);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &before), DP_OK);
+    CU_ASSERT_EQUAL(tk_report(s, 1, "alice", 1, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_DUPLICATE_REPORT);
+    CU_ASSERT_EQUAL(tk_report(s, 1, "bob", 4, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_OUT_OF_DOMAIN);
+    CU_ASSERT_EQUAL(tk_report(s, 1, "bob", -1, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_OUT_OF_DOMAIN);
+    CU_ASSERT_EQUAL(tk_report(s, 2, "bob", 1, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_FUTURE_STEP);
+    dp_update u = tk_update(1, "", 0, 1);
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_MALFORMED);
+    u = tk_update(1, "carol", 5, 1);
+    u.kind = DP_UPDATE_INSERT;
+    CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_WRONG_KIND);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &after), DP_OK);
+    CU_ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
+    tk_sink k;
+    tk_sink_init(&k);
+    dp_release_sink rs = tk_sink_of(&k);
+    CU_ASSERT_EQUAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(tk_report(s, 1, "bob", 1, &why), DP_OK);
+    CU_ASSERT_EQUAL(why, DP_REJECT_LATE);
+    tk_sink_free(&k);
+    dp_buf_free(&before);
+    dp_buf_free(&after);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+static int shard_of(const char *e) { return (e[0] + e[strlen(e) - 1]) % 3; }
+
+static void test_shards_merge(void)
+{
+    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"n_min\": 200, \"max_releases\": 3,"
+                         " \"decision_fraction\": 0.3}");
+    dp_key key;
+    dptest_key(&key, 8);
+    dp_synth_env env = {&key, "ad/1", 4};
+    char err[256], id[24];
+    dp_synth *s;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "adaptive", j, &env, err, sizeof err), DP_OK);
+    tk_sink a, b;
+    tk_sink_init(&a);
+    tk_sink_init(&b);
+    dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
+    const dp_synth_ops *ops = dp_synth_ops_find("adaptive");
+    dp_ingest_half *in[3];
+    dp_release_half *rel;
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], j, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, j, &env, err, sizeof err), DP_OK);
+    dp_stats part, merged;
+    dp_stats_init(&part, 1);
+    dp_stats_init(&merged, 1);
+    for (int t = 1; t <= 6; t++) {
+        for (int u = 0; u < 500; u++) {
+            snprintf(id, sizeof id, "user-%d", u);
+            dp_update up = tk_update((uint64_t)t, id, strlen(id), drifting(u, t * 10));
+            dp_reject_reason w1, w2;
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &up, &w1), DP_OK);
+            CU_ASSERT_EQUAL(ops->ingest_update(in[shard_of(id)], &up, &w2), DP_OK);
+            CU_ASSERT_EQUAL(w1, w2);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
+        dp_stats_clear(&merged, (uint64_t)t);
+        for (int i = 2; i >= 0; i--) {
+            dp_stats_clear(&part, (uint64_t)t);
+            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
+            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
+    }
+    CU_ASSERT(a.records > 400);
+    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
+    for (int i = 0; i < 3; i++)
+        ops->ingest_destroy(in[i]);
+    ops->release_destroy(rel);
+    dp_stats_free(&part);
+    dp_stats_free(&merged);
+    tk_sink_free(&a);
+    tk_sink_free(&b);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
+int main(void)
+{
+    static const dptest_case cases[] = {
+        {"config errors name their key", test_config_errors},
+        {"DSAT/DSFT: at most C releases, the SVT stops, exactly epsilon spent", test_svt_stops_after_c},
+        {"a stable stream repeats until the last step spends what is left", test_stable_stream},
+        {"released counts: discrete Laplace variance of scale C/eps2", test_release_noise},
+        {"BD/BA: any w consecutive steps spend at most epsilon; they publish", test_window_budget},
+        {"replay byte-identical, restore continues byte-identically, key matters", test_determinism_and_restore},
+        {"bad reports rejected with their reason, changing nothing", test_bad_input},
+        {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
+        {NULL, NULL},
+    };
+    return dptest_run("adaptive", cases);
+}
