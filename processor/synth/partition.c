@@ -95,8 +95,9 @@ int dp_cell_sums_add(dp_cell_sums *s, uint64_t key, int64_t count)
     }
     if (s->n == 0)
         s->cum[0] = 0;
+    if (__builtin_add_overflow(s->cum[s->n], count, &s->cum[s->n + 1]))
+        return DP_ERANGE;
     s->keys[s->n] = key;
-    s->cum[s->n + 1] = s->cum[s->n] + count;
     s->n++;
     return DP_OK;
 }

@@ -65,7 +65,8 @@ typedef struct dp_cell_sums {
 
 void dp_cell_sums_init(dp_cell_sums *s, uint32_t depth);
 void dp_cell_sums_free(dp_cell_sums *s);
-/* Append a cell (keys strictly ascending across calls after a reset). */
+/* Append a cell (keys strictly ascending across calls after a reset);
+ * DP_ERANGE if the running sum would overflow. */
 int  dp_cell_sums_add(dp_cell_sums *s, uint64_t key, int64_t count);
 void dp_cell_sums_reset(dp_cell_sums *s);
 /* Σ counts over the cells below (k, path), k <= depth. */

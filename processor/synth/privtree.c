@@ -6,7 +6,7 @@
 #include <math.h>
 
 #define GRID ((double)(1 << DP_PRIVTREE_GRID_BITS))
-#define VALUE_LIMIT 1e12   /* |base| clamp before scaling: int64 room for c·S and the noise */
+#define VALUE_LIMIT 1e12   /* |base|, |delta| clamp before scaling: int64 room for c·S and the noise */
 
 int dp_privtree_prepare(dp_privtree *p, double epsilon, double theta, uint32_t max_depth, char *errstr,
                         size_t errstr_size)
@@ -30,6 +30,7 @@ int dp_privtree_split(const dp_privtree *p, double base, int64_t delta, uint32_t
     if (depth >= p->max_depth)
         return 0;
     base = base > VALUE_LIMIT ? VALUE_LIMIT : base < -VALUE_LIMIT ? -VALUE_LIMIT : base;
+    delta = delta > (int64_t)VALUE_LIMIT ? (int64_t)VALUE_LIMIT : delta < -(int64_t)VALUE_LIMIT ? -(int64_t)VALUE_LIMIT : delta;
     int64_t c = (int64_t)floor(base * GRID) + delta * (int64_t)GRID;
     int64_t b = c - (int64_t)depth * p->delta_grid;
     if (b < p->theta_grid - p->delta_grid)

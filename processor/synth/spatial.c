@@ -648,7 +648,7 @@ static int spatial_release_load(dp_release_half *rel, dp_reader *r)
     if (dp_stats_load(&m->pending, r) != DP_OK || dp_long_ledger_load(&m->ledger, r) != DP_OK)
         return DP_ECORRUPT;
     for (size_t i = 0; i < m->pending.n_cells; i++)
-        if ((m->pending.keys[i] >> 1) >> c->max_depth != 0)
+        if ((m->pending.keys[i] >> 1) >> c->max_depth != 0 || llabs(m->pending.counts[i]) > ((int64_t)1 << 40))
             return DP_ECORRUPT;
     for (uint32_t v = 0; v < m->tree.n; v++)
         dp_counter_destroy(m->cnt[v]), m->cnt[v] = NULL;

@@ -25,6 +25,10 @@
 #      entity-matched deletes.  The tree's shape, the leaf counts and the
 #      points are noisy; nothing may be exact and different, and nobody
 #      else's delete may change its verdict.
+#   6. adaptive (DSAT, user-level, and BD, w-event): D2 adds one user's whole
+#      series of reports to 60 users' drifting reports.  Whether a step
+#      releases is the SVT's (or the dissimilarity test's) noisy output, the
+#      released counts are noisy; nothing may be exact and different.
 # Usage: bash privacy_audit.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
@@ -136,6 +140,22 @@ def spatial_input(with_x):
     return out
 for name, with_x in (("s1.jsonl", False), ("s2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(spatial_input(with_x)) + "\n")
+
+# 6. adaptive: one user's whole series more
+people = [f"d{i:02d}" for i in range(60)]
+def adaptive_input(with_x):
+    out = []
+    for t in range(1, 9):
+        for stream in ("ad", "adw"):
+            who = people + (["dX"] if with_x else [])
+            for p in who:
+                v = 3 if p == "dX" else (int(p[1:]) * 7 + (t // 3) * (int(p[1:]) % 3)) % 4
+                out.append(json.dumps({"stream": stream, "step": t, "kind": "REPORT", "entity": p, "value": v},
+                                      separators=(",", ":")))
+            out.append(json.dumps({"stream": stream, "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")))
+    return out
+for name, with_x in (("d1.jsonl", False), ("d2.jsonl", True)):
+    open(f"{work}/{name}", "w").write("\n".join(adaptive_input(with_x)) + "\n")
 PY
 
 cat > "$WORK/config.json" <<'JSON'
@@ -146,7 +166,11 @@ cat > "$WORK/config.json" <<'JSON'
   {"match": "m", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
      "horizon": 4, "epsilon": 1, "selections_per_step": 2}},
-  {"match": "sp", "synthesizer": "spatial", "config": {"epsilon": 1, "sensitivity": 2, "max_depth": 8}}
+  {"match": "sp", "synthesizer": "spatial", "config": {"epsilon": 1, "sensitivity": 2, "max_depth": 8}},
+  {"match": "ad", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "n_min": 20,
+     "max_releases": 3, "decision_fraction": 0.3}},
+  {"match": "adw", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "method": "bd",
+     "privacy": "w_event", "w": 3}}
 ]}
 JSON
 
@@ -161,4 +185,6 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/m1.jsonl" "$W
     || { echo "FAIL: marginal neighbours (one person's row inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/s1.jsonl" "$WORK/s2.jsonl" sX "$KEYS" "$WORK" \
     || { echo "FAIL: spatial neighbours (one person's point inserted and deleted)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/d1.jsonl" "$WORK/d2.jsonl" dX "$KEYS" "$WORK" \
+    || { echo "FAIL: adaptive neighbours (one user's series added)" >&2; status=1; }
 exit $status

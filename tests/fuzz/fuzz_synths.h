@@ -3,10 +3,10 @@
 #ifndef FUZZ_SYNTHS_H
 #define FUZZ_SYNTHS_H
 
-#define FUZZ_SYNTHS 7
+#define FUZZ_SYNTHS 9
 
 static const char *const FUZZ_SYNTH_NAMES[FUZZ_SYNTHS] = {"window", "cumulative", "marginal", "marginal", "marginal",
-                                                         "spatial", "spatial"};
+                                                         "spatial", "spatial", "adaptive", "adaptive"};
 static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"horizon\":6,\"k\":2,\"rho\":1}",
     "{\"horizon\":6,\"rho\":1}",
@@ -21,9 +21,11 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"epsilon\":1,\"max_depth\":8,\"max_nodes\":4001,\"max_release_points\":10000,\"init_steps\":2}",
     "{\"epsilon\":2,\"box\":[[-1,1],[0,4],[0,1]],\"variant\":\"paper\",\"horizon\":6,"
     "\"counter\":{\"kind\":\"block\",\"block\":2},\"sensitivity\":3,\"max_release_points\":10000}",
+    "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"n_min\":3,\"max_releases\":3,\"decision_fraction\":0.3}",
+    "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"method\":\"ba\",\"privacy\":\"w_event\",\"w\":3}",
 };
 
-/* The kind of synthesizer entry `which` is: 0 panel, 1 table, 2 points. */
-static inline int fuzz_synth_family(int which) { return which < 2 ? 0 : which < 5 ? 1 : 2; }
+/* The kind of synthesizer entry `which` is: 0 reports, 1 table rows, 2 points. */
+static inline int fuzz_synth_family(int which) { return which < 2 || which >= 7 ? 0 : which < 5 ? 1 : 2; }
 
 #endif

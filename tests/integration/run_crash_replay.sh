@@ -43,7 +43,12 @@ write_config() {   # $1 = output prefix
                "horizon": 8, "epsilon": 2, "selections_per_step": 2, "counter": "tree"}},
    {"prefix": "spa/", "synthesizer": "spatial",
     "config": {"box": [[0, 10], [0, 10]], "epsilon": 1, "horizon": 8, "init_steps": 2, "max_depth": 10,
-               "counter": {"kind": "block", "block": 3}}}
+               "counter": {"kind": "block", "block": 3}}},
+   {"prefix": "ada/", "synthesizer": "adaptive",
+    "config": {"categories": 3, "epsilon": 1, "horizon": 8, "n_min": 30, "max_releases": 4,
+               "decision_fraction": 0.3}},
+   {"prefix": "adw/", "synthesizer": "adaptive",
+    "config": {"categories": 3, "epsilon": 1, "horizon": 8, "method": "ba", "privacy": "w_event", "w": 3}}
  ]}
 EOF
 }
@@ -53,7 +58,7 @@ EOF
 write_config ref
 write_config crash
 
-for s in win/a win/b win/c cum/a cum/b cum/c; do
+for s in win/a win/b win/c cum/a cum/b cum/c ada/a adw/a; do
     "$BIN" gen-panel --n 60 --steps 8 --categories 3 --stay 0.8 --seed-hex "$SEED" \
         --stream "$s" --close-steps --out "$WORK/p_$(echo "$s" | tr / _).jsonl"
 done
@@ -115,7 +120,7 @@ EOF
 "$BIN" replay --config "$WORK/ref.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 EXPECT_DLQ=$(wc -l < "$WORK/replay/rejected.jsonl")
-[ "$EXPECT" -eq 80 ] || fail "replay released $EXPECT steps, expected 80"
+[ "$EXPECT" -eq 96 ] || fail "replay released $EXPECT steps, expected 96"
 for r in NOT_PRESENT OUT_OF_DOMAIN; do
     [ "$(grep -c "\"reason\":\"$r\"" "$WORK/replay/rejected.jsonl")" -eq 32 ] || fail "replay: expected 32 $r rejects"
 done
