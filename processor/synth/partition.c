@@ -194,7 +194,8 @@ int dp_ptree_save(const dp_ptree *t, dp_buf *b)
 int dp_ptree_load(dp_ptree *t, dp_reader *r)
 {
     uint32_t n = dp_reader_u32(r);
-    if (dp_reader_status(r) != DP_OK || n < 1 || n > t->max_nodes || n % 2 == 0)
+    /* 4 bytes per node follow: a shorter input is refused before allocating */
+    if (dp_reader_status(r) != DP_OK || n < 1 || n > t->max_nodes || n % 2 == 0 || (size_t)n * 4 > r->len - r->off)
         return DP_ECORRUPT;
     dp_pnode *p = realloc(t->nodes, (size_t)n * sizeof *p);
     if (!p)
