@@ -31,14 +31,15 @@
  *
  * BD / BA, w-event ε-DP (any w consecutive steps of a user's reports).
  * Each step's dissimilarity S_i = Σ_b |H_i[b] − H̃[b]| (sensitivity 1)
- * gets DLap(2w/ε) (ε/(2w) per step, ε/2 per window); publication budgets
- * come from the other ε/2 of the window:
- *  - BD: ε_{i,2} = (ε/2 − Σ_{last w−1 steps} ε_{m,2})/2
- *  - BA: ε_u = ε/(2w); after a publication with ε_{l,2} the next
+ * gets DLap(w/(f·ε)) (f·ε/w per step, f·ε per window, f = test_fraction,
+ * ½ in Kellaris et al.); publication budgets come from the other (1−f)ε:
+ *  - BD: ε_{i,2} = ((1−f)ε − Σ_{last w−1 steps} ε_{m,2})/2
+ *  - BA: ε_u = (1−f)ε/w; after a publication with ε_{l,2} the next
  *    ε_{l,2}/ε_u − 1 steps are nullified (republish, spend nothing); then
  *    ε_{i,2} = ε_u·min(t_A, w), t_A the steps absorbed since.
  * Publish H_i + DLap(1/ε_{i,2}) if S̃_i/U > 1/ε_{i,2}, else republish.  The
- * window sums are checked at every step (fail closed).  Step 1 publishes
+ * window sums (publications + f·ε of tests) are checked at every step
+ * (fail closed).  Step 1 publishes
  * without a test, with the method's ε_{1,2}.
  *
  * Output: a release is the noisy histogram as synthetic rows (FULL: max(0,
@@ -180,7 +181,8 @@ static int adaptive_release_create(dp_release_half **out, const json_t *config, 
     m->stream_id[m->stream_id_len] = '\0';
     for (uint32_t b = 0; b < U; b++)
         snprintf(m->kv_names[b], sizeof m->kv_names[b], "count.%u", b);
-    rc = c->w_event ? prepare_dlap(&m->dis_noise, 2.0 * c->w / c->epsilon, "dissimilarity", errstr, errstr_size)
+    rc = c->w_event ? prepare_dlap(&m->dis_noise, c->w / (c->test_fraction * c->epsilon), "dissimilarity", errstr,
+                                   errstr_size)
                     : plan_svt(m, errstr, errstr_size);
     if (rc != DP_OK) {
         adaptive_release_destroy((dp_release_half *)m);
@@ -301,10 +303,11 @@ static int step_window(adaptive_release *m, uint64_t i, char *errstr, size_t err
 {
     const dp_adaptive_config *c = &m->cfg;
     uint32_t w = c->w;
-    double eps = c->epsilon, eps_u = eps / (2.0 * w), eps2 = 0, dis_spend = 0;
+    double eps = c->epsilon, f = c->test_fraction, eps_pub = (1 - f) * eps, eps_u = eps_pub / w, eps2 = 0,
+           dis_spend = 0;
     int publish = 0;
     if (c->method == DP_ADAPTIVE_BD) {
-        eps2 = (eps / 2 - window_sum(m, w - 1)) / 2;
+        eps2 = (eps_pub - window_sum(m, w - 1)) / 2;
     } else {
         /* t_A: the steps since the last nullified one (all of them before any publication) */
         uint64_t absorbed = m->last_release ? (i > m->nullified_until ? i - m->nullified_until : 0) : i;
@@ -313,7 +316,7 @@ static int step_window(adaptive_release *m, uint64_t i, char *errstr, size_t err
     if (i == 1) {
         publish = eps2 > 0;
     } else if (eps2 > 0) {
-        /* the dissimilarity test: ε/(2w) */
+        /* the dissimilarity test: f·ε/w */
         dp_drbg g;
         step_drbg(m, &g, i, NAME "/dissimilarity");
         int64_t s = 0;
@@ -321,7 +324,7 @@ static int step_window(adaptive_release *m, uint64_t i, char *errstr, size_t err
             s += llabs(m->hist[b] - m->noisy[b]);
         double noisy = (double)(s + dp_dlap_sample(&m->dis_noise, &g));
         dp_drbg_wipe(&g);
-        dis_spend = eps_u;
+        dis_spend = f * eps / w;
         publish = noisy / c->categories > 1.0 / eps2;
     }
     double pub_spend = 0;
@@ -337,7 +340,7 @@ static int step_window(adaptive_release *m, uint64_t i, char *errstr, size_t err
     }
     m->window[i % w] = pub_spend;
     /* fail closed: the window's publications and tests within ε */
-    m->spent_window = window_sum(m, w - 1) + pub_spend + eps / 2.0;
+    m->spent_window = window_sum(m, w - 1) + pub_spend + f * eps;
     if (m->spent_window > eps * (1 + 1e-9))
         return dp_err(errstr, errstr_size, DP_EBUDGET, NAME ": the w-window would spend %g of %g", m->spent_window,
                       eps);
@@ -390,7 +393,7 @@ static int emit(adaptive_release *m, uint64_t step, const dp_release_sink *sink)
                          {"distance_sensitivity", c->n_min ? 2.0 / (double)c->n_min : 0},
                          {"release_scale", m->eps_release > 0 ? 1.0 / m->eps_release : 0},
                          {"max_releases", (double)c->max_releases}};
-    dp_kv noise_win[] = {{"dissimilarity_scale", 2.0 * c->w / c->epsilon},
+    dp_kv noise_win[] = {{"dissimilarity_scale", c->w / (c->test_fraction * c->epsilon)},
                          {"publication_epsilon", m->last_eps2},
                          {"w", (double)c->w}};
     dp_budget_event e = {

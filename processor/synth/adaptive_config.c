@@ -15,7 +15,7 @@
 
 static const char *const KEYS[] = {"synthesizer", "categories", "method", "epsilon", "privacy", "w", "horizon",
                                    "max_releases", "decision_fraction", "n_min", "threshold", "theta_p",
-                                   "delta_sp", "burn_in", "delta", NULL};
+                                   "delta_sp", "burn_in", "test_fraction", "delta", NULL};
 
 static int unit_real(const json_t *cfg, const char *key, double lo, double hi, double *out, char *errstr,
                      size_t errstr_size)
@@ -39,6 +39,7 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     c->theta_p = 0.5;
     c->delta_sp = 0.05;
     c->burn_in = 2;
+    c->test_fraction = 0.5;
     if (!json_is_object(cfg))
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
     const char *key;
@@ -104,8 +105,11 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     if ((rc = unit_real(cfg, "decision_fraction", 0, 1, &c->decision_fraction, errstr, errstr_size)) ||
         (rc = unit_real(cfg, "threshold", 0, 2, &c->threshold, errstr, errstr_size)) ||
         (rc = unit_real(cfg, "theta_p", 0, 100, &c->theta_p, errstr, errstr_size)) ||
-        (rc = unit_real(cfg, "delta_sp", 0, 1, &c->delta_sp, errstr, errstr_size)))
+        (rc = unit_real(cfg, "delta_sp", 0, 1, &c->delta_sp, errstr, errstr_size)) ||
+        (rc = unit_real(cfg, "test_fraction", 0, 1, &c->test_fraction, errstr, errstr_size)))
         return rc;
+    if (json_object_get(cfg, "test_fraction") && !c->w_event)
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"test_fraction\" is for methods \"bd\" and \"ba\"");
     if ((v = json_object_get(cfg, "burn_in"))) {
         if ((rc = dp_cfg_uint(v, NAME, "burn_in", 0, c->horizon, &u, errstr, errstr_size)))
             return rc;

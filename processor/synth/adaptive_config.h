@@ -17,6 +17,8 @@
  *   theta_p           DSAT's proportional gain θ_P (default 0.5)
  *   delta_sp          DSAT's set point δ_sp (default 0.05)
  *   burn_in           DSAT's M (default 2)
+ *   test_fraction     bd, ba: the window's share of ε for the dissimilarity tests (default
+ *                     0.5 as in Kellaris et al.; streamdp-benchmark uses w/U)
  *   delta             accepted (the stream file sets it on every stream) and unused: pure ε */
 #ifndef DP_ADAPTIVE_CONFIG_H
 #define DP_ADAPTIVE_CONFIG_H
@@ -46,6 +48,7 @@ typedef struct dp_adaptive_config {
     uint64_t           n_min;
     double             threshold, theta_p, delta_sp;
     uint32_t           burn_in;
+    double             test_fraction;   /* bd, ba */
 } dp_adaptive_config;
 
 int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *errstr, size_t errstr_size);
