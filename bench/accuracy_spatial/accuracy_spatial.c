@@ -16,12 +16,15 @@
  *        synthetic counts scaled by the number of steps so far (§5.3)
  *   b3   offline PrivTree on the first step's data, then one counter per leaf at
  *        the full ε counting each later step's change on the frozen tree (§5.3)
- * Metric (the authors' code): at step t with n live distinct points,
- *   rel_err(size) = mean over that size's queries of |ŝ − s| / (s + max(1, 0.001·n)),
+ * Metrics: at step t with n live distinct points, over one size's queries,
+ *   rel_err      = mean |ŝ − s| / (s + max(1, 0.001·n))   (PrivTree's relative error, true s below)
+ *   rel_err_code = mean |ŝ − s| / (ŝ + max(1, 0.001·n))   (what the authors' code computes:
+ *                  src/utils/spatial.py query_error_by_type passes the synthetic answers as x)
  * s and ŝ counting true and synthetic points strictly inside the rectangle.
  * Evaluated every `every` release steps after step 1 and at the last step
  * (the authors' t = 14, 28, …, 140, 149 is our step t + 1).  Prints one
- * line per evaluated step, and the mean time per step of the method. */
+ * line per evaluated step: method counter ε key step rel_err S M L, true and
+ * synthetic points, leaves, the mean time per step so far, rel_err_code S M L. */
 #include "synth/synth.h"
 
 #include "core/counter.h"
@@ -277,14 +280,18 @@ static void report(const cfg *c, uint32_t step, const query *q, size_t nq, ptvec
     size_t n_true = truth_pts->n, n_syn = syn->n;
     answers(truth_pts, q, nq, a);
     answers(syn, q, nq, b);
-    double sum[3] = {0}, cnt[3] = {0}, floor_ = fmax(1, 0.001 * (double)n_true);
+    double sum[3] = {0}, code[3] = {0}, cnt[3] = {0}, floor_ = fmax(1, 0.001 * (double)n_true);
     for (size_t i = 0; i < nq; i++) {
-        sum[q[i].size] += fabs((double)b[i] - (double)a[i]) / ((double)a[i] + floor_);
+        double e = fabs((double)b[i] - (double)a[i]);
+        sum[q[i].size] += e / ((double)a[i] + floor_);
+        code[q[i].size] += e / ((double)b[i] + floor_);
         cnt[q[i].size]++;
     }
-    printf("%s %s %g %d %u %.5f %.5f %.5f %zu %zu %.0f %.6f\n", c->method, c->counter, c->eps, c->key, step,
-           sum[0] / fmax(cnt[0], 1), sum[1] / fmax(cnt[1], 1), sum[2] / fmax(cnt[2], 1), n_true, n_syn, leaves,
-           step_s);
+    for (int k = 0; k < 3; k++)
+        cnt[k] = fmax(cnt[k], 1);
+    printf("%s %s %g %d %u %.5f %.5f %.5f %zu %zu %.0f %.6f %.5f %.5f %.5f\n", c->method, c->counter, c->eps, c->key,
+           step, sum[0] / cnt[0], sum[1] / cnt[1], sum[2] / cnt[2], n_true, n_syn, leaves, step_s, code[0] / cnt[0],
+           code[1] / cnt[1], code[2] / cnt[2]);
     fflush(stdout);
     free(a);
     free(b);

@@ -14,7 +14,10 @@ counter,epsilon,seed,steps,mean_rel_err_small,…,last_rel_err_large,wall_s,
 per_step_s_mean), produced by their code in its own venv (PEERS.md §1).
 Per (method, counter, ε): rel_err for small/medium/large queries averaged
 over the evaluated steps ("mean") and at the last step ("last"), mean and
-min–max over keys, and the method's time per step."""
+min–max over keys, and the method's time per step.  rel_err divides by the
+true answer (PrivTree's definition); the side-by-side also shows
+rel_err_code, which divides by the synthetic answer as the authors' code
+does (src/utils/spatial.py), and compares theirs with ours by that one."""
 import argparse
 import csv
 import os
@@ -28,8 +31,11 @@ def run_one(a, method, counter, eps, key):
                           "--key", str(key)], check=True, capture_output=True, text=True).stdout
     rows = [l.split() for l in out.splitlines() if l.strip()]
     errs = [[float(r[5]), float(r[6]), float(r[7])] for r in rows]
+    code = [[float(r[12]), float(r[13]), float(r[14])] for r in rows]
     mean = [statistics.mean(e[i] for e in errs) for i in range(3)]
-    return mean, errs[-1], float(rows[-1][11]), int(rows[-1][9]), int(rows[-1][8]), float(rows[-1][10])
+    mean_code = [statistics.mean(e[i] for e in code) for i in range(3)]
+    return (mean, errs[-1], float(rows[-1][11]), int(rows[-1][9]), int(rows[-1][8]), float(rows[-1][10]),
+            mean_code, code[-1])
 
 
 def fmt(vals):
@@ -67,16 +73,16 @@ def main():
         rows = list(csv.DictReader(open(a.authors)))
         print("\nside by side with the authors' PHDSTREAM (their code, their float Laplace and data-range "
               "rescaling; ours: exact noise, the paper variant and the safe default), same stream and queries:")
-        print("counter eps | authors mean S/M/L [min-max over seeds] | ours paper variant | ours safe | "
-              "time/step authors s, ours s, ratio")
+        print("rel_err_code (their code's metric) | counter eps | authors mean S/M/L [min-max over seeds] | "
+              "ours paper variant | ours safe | time/step authors s, ours s, ratio")
         for counter in a.counters.split(","):
             for eps in eps_list:
                 theirs = [r for r in rows if r["counter"].replace("_", "") == counter and float(r["epsilon"]) == eps]
                 if not theirs or ("phdstream", counter, eps) not in results:
                     continue
                 tm = [fmt([float(r[f"mean_rel_err_{s}"]) for r in theirs]) for s in ("small", "medium", "large")]
-                op = [fmt([x[0][i] for x in results["phdstream-paper", counter, eps]]) for i in range(3)]
-                os_ = [fmt([x[0][i] for x in results["phdstream", counter, eps]]) for i in range(3)]
+                op = [fmt([x[6][i] for x in results["phdstream-paper", counter, eps]]) for i in range(3)]
+                os_ = [fmt([x[6][i] for x in results["phdstream", counter, eps]]) for i in range(3)]
                 t_theirs = statistics.mean(float(r["per_step_s_mean"]) for r in theirs)
                 t_ours = statistics.mean(x[2] for x in results["phdstream", counter, eps])
                 print(f"{counter} {eps:g} | {' / '.join(tm)} ({len(theirs)} seeds) | {' / '.join(op)} | "

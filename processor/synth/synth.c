@@ -301,16 +301,3 @@ int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
     *out = s;
     return DP_OK;
 }
-
-void dp_budget_event_parallel_steps(dp_budget_event *e, const dp_ledger *l, double delta)
-{
-    e->model = l->model;
-    e->delta = delta;
-    e->spent_step = l->spent;
-    e->spent_total = l->spent;
-    e->budget_total = l->budget;
-    e->spent_units_step = l->units_spent;
-    e->spent_units_total = l->units_spent;
-    e->budget_units = l->units_total;
-    dp_privacy_describe((dp_privacy){l->model, l->spent}, delta, &e->eps_simple, &e->eps_cks);
-}
