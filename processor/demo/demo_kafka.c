@@ -14,6 +14,7 @@
 
 #include "demo/demo_marginal.h"
 #include "demo/demo_spatial.h"
+#include "demo/demo_adaptive.h"
 #include "demo/mock_harness.h"
 #include "core/dp_error.h"
 
@@ -21,7 +22,8 @@ typedef struct demo_run {
     dp_demo_state  *d;
     dp_demo_table  *tab;
     dp_demo_map    *map;
-    dp_release_sink win, cum, tbl, mp;
+    dp_demo_modes  *modes;
+    dp_release_sink win, cum, tbl, mp, md;
     uint64_t        win_budget_step, cum_budget_step;   /* newest budget event seen per stream */
 } demo_run;
 
@@ -39,6 +41,7 @@ static int on_release(void *ctx, const dp_release_manifest *m, const dp_synth_re
                                : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_CUMULATIVE_STREAM) ? &r->cum
                                : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_TABLE_STREAM)      ? &r->tbl
                                : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_MAP_STREAM)        ? &r->mp
+                               : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_MODES_STREAM)      ? &r->md
                                                                                                         : NULL;
     if (!s)
         return DP_OK;   /* not ours */
@@ -71,6 +74,9 @@ static int on_budget(void *ctx, const dp_budget_event *e)
     } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_MAP_STREAM)) {
         if (e->step >= r->map->budget_step)
             return r->mp.budget(r->mp.ctx, e);
+    } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_MODES_STREAM)) {
+        if (e->step >= r->modes->budget_step)
+            return r->md.budget(r->md.ctx, e);
     }
     return DP_OK;
 }
@@ -85,18 +91,20 @@ static int64_t mono_ms(void)
 static json_t *demo_streams(const dp_demo_params *p)
 {
     json_t *w = dp_demo_window_config(p), *c = dp_demo_cumulative_config(p), *t = dp_demo_table_config(p),
-           *m = dp_demo_map_config(p);
-    if (!w || !c || !t || !m) {
+           *m = dp_demo_map_config(p), *a = dp_demo_modes_config(p);
+    if (!w || !c || !t || !m || !a) {
         json_decref(w);
         json_decref(c);
         json_decref(t);
         json_decref(m);
+        json_decref(a);
         return NULL;
     }
-    return json_pack("[{s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}]", "match",
+    return json_pack("[{s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}]", "match",
                      DP_DEMO_WINDOW_STREAM, "synthesizer", "window", "config", w, "match", DP_DEMO_CUMULATIVE_STREAM,
                      "synthesizer", "cumulative", "config", c, "match", DP_DEMO_TABLE_STREAM, "synthesizer",
-                     "marginal", "config", t, "match", DP_DEMO_MAP_STREAM, "synthesizer", "spatial", "config", m);
+                     "marginal", "config", t, "match", DP_DEMO_MAP_STREAM, "synthesizer", "spatial", "config", m,
+                     "match", DP_DEMO_MODES_STREAM, "synthesizer", "adaptive", "config", a);
 }
 
 static int produce_update(void *ctx, const dp_update *u)
@@ -119,9 +127,12 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
     dp_demo_table_init(&tab, p);
     dp_demo_map mp;
     dp_demo_map_init(&mp, p);
+    dp_demo_modes md;
+    dp_demo_modes_init(&md, p);
     if ((rc = dp_demo_state_init(&d, p)) != DP_OK) {
         dp_demo_table_free(&tab);
         dp_demo_map_free(&mp);
+        dp_demo_modes_free(&md);
         dp_panel_gen_free(&gen);
         return dp_err(errstr, errn, rc, "demo: cannot set up views");
     }
@@ -136,8 +147,9 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
     if ((rc = dp_mock_processor_start(h, key, "demo", 1000, errstr, errn)) != DP_OK)
         goto out;
 
-    demo_run r = {.d = &d, .tab = &tab, .map = &mp, .win = dp_demo_window_sink(&d),
-                  .cum = dp_demo_cumulative_sink(&d), .tbl = dp_demo_table_sink(&tab), .mp = dp_demo_map_sink(&mp)};
+    demo_run r = {.d = &d, .tab = &tab, .map = &mp, .modes = &md, .win = dp_demo_window_sink(&d),
+                  .cum = dp_demo_cumulative_sink(&d), .tbl = dp_demo_table_sink(&tab), .mp = dp_demo_map_sink(&mp),
+                  .md = dp_demo_modes_sink(&md)};
     dp_mock_outputs outs = {.sink = {.ctx = &r, .release = on_release, .notice = NULL},
                             .budget = on_budget,
                             .ctx = &r};
@@ -177,6 +189,12 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
                          .step = t, .kind = DP_UPDATE_CLOSE_STEP};
         if (rc == DP_OK)
             rc = dp_mock_produce(h, &mmk, errstr, errn);
+        if (rc == DP_OK && (rc = dp_demo_modes_month(&md, t, produce_update, h)) != DP_OK)
+            rc = dp_err(errstr, errn, rc, "demo: producing the modes stream's month %" PRIu64, t);
+        dp_update amk = {.stream_id = DP_DEMO_MODES_STREAM, .stream_id_len = sizeof DP_DEMO_MODES_STREAM - 1,
+                         .step = t, .kind = DP_UPDATE_CLOSE_STEP};
+        if (rc == DP_OK)
+            rc = dp_mock_produce(h, &amk, errstr, errn);
         if (rc == DP_OK)
             rc = dp_mock_flush(h, step_timeout_ms, errstr, errn);
         if (rc == DP_OK)
@@ -188,7 +206,9 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
                  dp_export_asm_released(as, ids[1], strlen(ids[1]), t) &&
                  dp_export_asm_released(as, DP_DEMO_TABLE_STREAM, sizeof DP_DEMO_TABLE_STREAM - 1, t) &&
                  dp_export_asm_released(as, DP_DEMO_MAP_STREAM, sizeof DP_DEMO_MAP_STREAM - 1, t) &&
-                 r.win_budget_step >= t && r.cum_budget_step >= t && tab.budget_step >= t && mp.budget_step >= t)) {
+                 dp_export_asm_released(as, DP_DEMO_MODES_STREAM, sizeof DP_DEMO_MODES_STREAM - 1, t) &&
+                 r.win_budget_step >= t && r.cum_budget_step >= t && tab.budget_step >= t && mp.budget_step >= t &&
+                 md.budget_step >= t)) {
             if (!dp_mock_processor_running(h)) {
                 rc = dp_mock_processor_stop(h, errstr, errn);
                 if (rc == DP_OK)
@@ -206,7 +226,7 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
         if (rc != DP_OK)
             break;
         if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK ||
-            dp_demo_map_note(&mp, t) != DP_OK || dp_mock_dead_letters(h) ||
+            dp_demo_map_note(&mp, t) != DP_OK || dp_demo_modes_note(&md, t) != DP_OK || dp_mock_dead_letters(h) ||
             dp_mock_undecodable(h)) {
             rc = dp_err(errstr, errn, DP_ESTATE, "demo: unexpected output (%" PRIu64 " dead letters, %" PRIu64
                         " undecodable messages, or a release not in the documented format)",
@@ -222,6 +242,7 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
         dp_demo_print_ledger(f, &d);
         dp_demo_table_print(f, &tab);
         dp_demo_map_print(f, &mp);
+        dp_demo_modes_print(f, &md);
     }
 out:
     dp_mock_destroy(h);
@@ -229,6 +250,7 @@ out:
     dp_demo_state_free(&d);
     dp_demo_table_free(&tab);
     dp_demo_map_free(&mp);
+    dp_demo_modes_free(&md);
     dp_panel_gen_free(&gen);
     return rc;
 }

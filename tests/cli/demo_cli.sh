@@ -10,7 +10,9 @@
 #   * the comparison can fail: a different key changes the synthetic
 #     columns (and only those: the true columns stay);
 #   * the third stream, a table through `marginal`, prints 12 months;
-#   * the fourth, check-ins through `spatial`, prints 12 months.
+#   * the fourth, check-ins through `spatial`, prints 12 months;
+#   * the fifth, transport modes through `adaptive`, prints 12 months, at
+#     most 4 of them new releases.
 # Usage: bash demo_cli.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: demo_cli.sh path/to/dpstream}
@@ -74,6 +76,14 @@ mtrue() { grep '^  map ' "$1" | awk '{print $3, $13, $15, $17, $20}' | sed 's|/[
 msyn() { grep '^  map ' "$1" | awk '{print $6, $8, $13, $15}'; }
 [ "$(mtrue "$WORK/offline.txt")" = "$(mtrue "$WORK/offline2.txt")" ] || fail "map: true counts depend on the key"
 [ "$(msyn "$WORK/offline.txt")" != "$(msyn "$WORK/offline2.txt")" ] || fail "map: synthetic columns do not depend on the key"
+# The modes stream (adaptive): 12 months, at most 4 new releases, the true
+# counts independent of the key.
+[ "$(grep -c '^  modes ' "$WORK/kafka.txt")" -eq 12 ] || fail "kafka demo did not print 12 modes months"
+[ "$(grep -c '^  modes .*new release' "$WORK/kafka.txt")" -le 4 ] || fail "modes: more than 4 releases"
+grep -q "adaptive/dsat+svt+discrete_laplace, spent eps 1 of 1 (EXHAUSTED)" "$WORK/kafka.txt" \
+    || fail "the modes ledger line is missing"
+atrue() { grep '^  modes ' "$1" | sed -E 's|/-?[0-9]+||g; s|new release||; s|repeat||; s|; L1.*||'; }
+[ "$(atrue "$WORK/offline.txt")" = "$(atrue "$WORK/offline2.txt")" ] || fail "modes: true counts depend on the key"
 # Bad usage is refused.
 if "$BIN" demo --bogus 2>/dev/null; then fail "unknown option accepted"; fi
 echo "PASS demo_cli"
