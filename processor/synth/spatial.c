@@ -40,6 +40,15 @@
  * Laplace noise (privtree.h says why that keeps its proof); the counters'
  * noise is discrete Laplace on integers.
  *
+ * Points and their ids.  Leaf v's points are drawn in order from a DRBG
+ * keyed by (v, gen(v)), gen(v) counting the times v became a leaf, and
+ * point j has synthetic id v·2^34 + j: while v stays a leaf its first k
+ * points stay the same, so a release can also be a DELTA — for every leaf
+ * of the last release that is gone, a removal of each of its points; for a
+ * leaf kept with fewer points, removals of the last ones; then the added
+ * points.  A removal is a record with the id and an empty Point (no
+ * coordinates).  FULL releases carry the same ids and points.
+ *
  * Public (ALGORITHMS.md §1): the configuration, the step boundaries, and
  * everything derived from released outputs — the tree's shape (PrivTree's
  * output), the leaves' noisy counts and the synthetic points. */
@@ -84,6 +93,9 @@ typedef struct spatial_release {
     double           *A, *D;                 /* the extension's parts (header) */
     double           *syn;                   /* released measure of the node's cell */
     uint8_t          *status;                /* node_status in the last release */
+    uint8_t          *prev_status;           /* ... in the one before (during a step) */
+    uint32_t         *gen;                   /* times the node became a leaf (its points' key) */
+    uint64_t         *prev_pts;              /* points of the node in the last release if a leaf */
     /* last release */
     uint64_t          leaves, max_leaf_depth, points;
     int               clamped, truncated;
@@ -109,6 +121,9 @@ static void spatial_release_destroy(dp_release_half *rel)
     free(m->D);
     free(m->syn);
     free(m->status);
+    free(m->prev_status);
+    free(m->gen);
+    free(m->prev_pts);
     free(m->queue);
     free(m->leaf_pts);
     free(m->weights);
@@ -143,6 +158,9 @@ static int reserve_nodes(spatial_release *m, uint32_t n)
     GROW(D);
     GROW(syn);
     GROW(status);
+    GROW(prev_status);
+    GROW(gen);
+    GROW(prev_pts);
     GROW(queue);
     GROW(leaf_pts);
     GROW(weights);
@@ -452,22 +470,63 @@ static uint64_t base_violations(const spatial_release *m)
 
 /* --- output ---------------------------------------------------------------------------- */
 
-static int emit_points(spatial_release *m, uint64_t rstep, uint32_t n_leaves, const dp_release_sink *sink)
+#define ID_BITS 34   /* synthetic id = node id · 2^34 + index (max_release_points <= 2^34) */
+
+static int emit_point(spatial_release *m, const dp_release_sink *sink, uint32_t v, uint64_t j, int removal)
 {
+    dp_synth_record r = {.synthetic_id = (uint64_t)v << ID_BITS | j,
+                         .value = {.kind = DP_PAYLOAD_POINT, .point = m->point_buf,
+                                   .point_len = removal ? 0 : m->cfg.box.d}};
+    m->next_id++;   /* records emitted */
+    return sink->record ? sink->record(sink->ctx, &r) : 0;
+}
+
+/* Leaf v's points [from, to) (drawn from its first point on). */
+static int emit_leaf_points(spatial_release *m, const dp_release_sink *sink, uint32_t v, uint64_t from, uint64_t to)
+{
+    if (from >= to)
+        return 0;
+    char label[48];
+    snprintf(label, sizeof label, NAME "/points/%u", v);
     dp_drbg g;
-    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, rstep, NAME "/points");
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, m->gen[v], label);
+    const dp_pnode *node = &m->tree.nodes[v];
     int rc = 0;
-    m->next_id = 0;
-    for (uint32_t i = 0; i < n_leaves && rc == 0; i++) {
-        const dp_pnode *v = &m->tree.nodes[m->queue[i]];
-        for (uint64_t j = 0; j < m->leaf_pts[i] && rc == 0; j++) {
-            dp_partition_sample(&m->cfg.box, v->depth, v->path, &g, m->point_buf);
-            dp_synth_record r = {.synthetic_id = m->next_id++,
-                                 .value = {.kind = DP_PAYLOAD_POINT, .point = m->point_buf, .point_len = m->cfg.box.d}};
-            rc = sink->record ? sink->record(sink->ctx, &r) : 0;
-        }
+    for (uint64_t j = 0; j < to && rc == 0; j++) {
+        dp_partition_sample(&m->cfg.box, node->depth, node->path, &g, m->point_buf);
+        if (j >= from)
+            rc = emit_point(m, sink, v, j, 0);
     }
     dp_drbg_wipe(&g);
+    return rc;
+}
+
+/* The release's records (see the header): FULL, or DELTA against the last
+ * release, whose leaves are prev_status[v] == NODE_LEAF with prev[v] points;
+ * this release's leaves hold syn[v] points (leaf_points). */
+static int emit_points(spatial_release *m, uint32_t n_leaves, const uint64_t *prev, const dp_release_sink *sink)
+{
+    int rc = 0;
+    m->next_id = 0;
+    for (uint32_t i = 0; i < n_leaves; i++) {   /* a leaf anew gets new points */
+        uint32_t v = m->queue[i];
+        if (m->prev_status[v] != NODE_LEAF)
+            m->gen[v]++;
+    }
+    if (m->cfg.delta_output) {
+        for (uint32_t v = 0; v < m->tree.n && rc == 0; v++) {   /* removals, in node order */
+            if (m->prev_status[v] != NODE_LEAF)
+                continue;
+            uint64_t keep = m->status[v] == NODE_LEAF ? (uint64_t)m->syn[v] : 0;
+            for (uint64_t j = keep; j < prev[v] && rc == 0; j++)
+                rc = emit_point(m, sink, v, j, 1);
+        }
+    }
+    for (uint32_t i = 0; i < n_leaves && rc == 0; i++) {
+        uint32_t v = m->queue[i];
+        uint64_t from = m->cfg.delta_output && m->prev_status[v] == NODE_LEAF ? prev[v] : 0;
+        rc = emit_leaf_points(m, sink, v, from, m->leaf_pts[i]);
+    }
     return rc;
 }
 
@@ -487,8 +546,8 @@ static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_r
         .stream_id_len = m->stream_id_len,
         .step = step,
         .synthesizer = NAME,
-        .mode = DP_RELEASE_FULL,
-        .record_count = warming ? 0 : m->points,
+        .mode = c->delta_output ? DP_RELEASE_DELTA : DP_RELEASE_FULL,
+        .record_count = warming ? 0 : m->next_id,
         .clamped = m->clamped,
         .debias = kv,
         .n_debias = sizeof kv / sizeof kv[0],
@@ -553,6 +612,10 @@ static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_st
     }
     uint64_t rstep = dp_spatial_release_step(c, step);
     uint32_t n_leaves = 0;
+    /* the last release's leaves and their points, for a DELTA and for gen */
+    memcpy(m->prev_status, m->status, m->tree.n);
+    for (uint32_t v = 0; v < m->tree.n; v++)
+        m->prev_pts[v] = m->status[v] == NODE_LEAF ? (uint64_t)m->syn[v] : 0;
     if ((rc = new_step_ledger(m, errstr, errstr_size)) == DP_OK && (rc = build_sums(m, &m->pending)) == DP_OK &&
         (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/privtree", m->tree_units, errstr, errstr_size)) == DP_OK &&
         (rc = grow_tree(m, rstep, &n_leaves)) == DP_OK &&
@@ -568,7 +631,7 @@ static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_st
     extend(m);
     leaf_points(m, rstep, n_leaves);
     dp_stats_clear(&m->pending, step);
-    if ((rc = emit_points(m, rstep, n_leaves, sink)) != 0)
+    if ((rc = emit_points(m, n_leaves, m->prev_pts, sink)) != 0)
         return rc;
     m->done = step;
     if (c->horizon && step >= c->horizon)
@@ -594,6 +657,7 @@ static int spatial_release_save(const dp_release_half *rel, dp_buf *b)
     dp_buf_put_u32(b, m->cfg.box.d);
     dp_buf_put_u32(b, m->cfg.max_depth);
     dp_buf_put_u8(b, (uint8_t)m->cfg.variant);
+    dp_buf_put_u8(b, (uint8_t)m->cfg.delta_output);
     dp_buf_put_f64(b, m->eps_tree);
     dp_buf_put_f64(b, m->eps_count);
     dp_buf_put_u64(b, m->done);
@@ -610,6 +674,7 @@ static int spatial_release_save(const dp_release_half *rel, dp_buf *b)
         rc = dp_ptree_save(&m->tree, b);
     for (uint32_t v = 0; v < m->tree.n && rc == DP_OK; v++) {
         dp_buf_put_u8(b, m->status[v]);
+        dp_buf_put_u32(b, m->gen[v]);
         dp_buf_put_f64(b, m->syn[v]);
         dp_buf_put_i64(b, m->C[v]);
         dp_buf_put_u8(b, m->cnt[v] != NULL);
@@ -630,7 +695,8 @@ static int spatial_release_load(dp_release_half *rel, dp_reader *r)
     spatial_release *m = (spatial_release *)rel;
     const dp_spatial_config *c = &m->cfg;
     if (dp_reader_u32(r) != SPATIAL_REL_MAGIC || dp_reader_u32(r) != c->box.d || dp_reader_u32(r) != c->max_depth ||
-        dp_reader_u8(r) != (uint8_t)c->variant || dp_reader_f64(r) != m->eps_tree ||
+        dp_reader_u8(r) != (uint8_t)c->variant || dp_reader_u8(r) != (uint8_t)c->delta_output ||
+        dp_reader_f64(r) != m->eps_tree ||
         dp_reader_f64(r) != m->eps_count)
         return DP_ECORRUPT;
     m->done = dp_reader_u64(r);
@@ -658,9 +724,11 @@ static int spatial_release_load(dp_release_half *rel, dp_reader *r)
     if ((rc = reserve_nodes(m, m->tree.n)) != DP_OK)
         return rc;
     char why[128];
+    double leaf_total = 0;
     for (uint32_t v = 0; v < m->tree.n; v++) {
         const dp_pnode *node = &m->tree.nodes[v];
         m->status[v] = dp_reader_u8(r);
+        m->gen[v] = dp_reader_u32(r);
         m->syn[v] = dp_reader_f64(r);
         m->C[v] = dp_reader_i64(r);
         int has = dp_reader_u8(r);
@@ -668,6 +736,12 @@ static int spatial_release_load(dp_release_half *rel, dp_reader *r)
             m->syn[v] > 1e16 || has > 1 || node->depth > c->max_depth || m->C[v] > ((int64_t)1 << 50) ||
             m->C[v] < -((int64_t)1 << 50) || (m->status[v] == NODE_INTERNAL && node->child == DP_PTREE_NONE))
             return DP_ECORRUPT;
+        /* a leaf's released points: a whole number, all leaves within max_release_points */
+        if (m->status[v] == NODE_LEAF) {
+            if (m->syn[v] != floor(m->syn[v]) || m->syn[v] > (double)c->max_release_points - leaf_total)
+                return DP_ECORRUPT;
+            leaf_total += m->syn[v];
+        }
         if (!has)
             continue;
         size_t len;

@@ -14,7 +14,7 @@
 
 static const char *const KEYS[] = {"synthesizer", "box", "epsilon", "sensitivity", "tree_budget_fraction",
                                    "fanout", "max_depth", "theta", "init_steps", "counter", "variant",
-                                   "horizon", "max_nodes", "max_release_points", "delta", NULL};
+                                   "horizon", "max_nodes", "max_release_points", "output", "delta", NULL};
 
 static int parse_box(dp_box *b, const json_t *v, char *errstr, size_t errstr_size)
 {
@@ -131,8 +131,12 @@ int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errst
         c->max_nodes = (uint32_t)u;
     }
     if ((v = json_object_get(cfg, "max_release_points")) &&
-        (rc = dp_cfg_uint(v, NAME, "max_release_points", 1, (uint64_t)1 << 36, &c->max_release_points, errstr,
+        (rc = dp_cfg_uint(v, NAME, "max_release_points", 1, (uint64_t)1 << 34, &c->max_release_points, errstr,
                           errstr_size)))
+        return rc;
+    static const char *const OUTPUTS[] = {"full", "delta", NULL};
+    if ((rc = dp_cfg_choice(json_object_get(cfg, "output"), NAME, "output", OUTPUTS, &c->delta_output, errstr,
+                            errstr_size)))
         return rc;
     return DP_OK;
 }

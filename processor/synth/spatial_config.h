@@ -16,7 +16,9 @@
  *                         PrivTree's proof under deletions)
  *   horizon               T input steps (required by bounded counters; absent: unbounded)
  *   max_nodes             materialised-tree limit (default 2^22 nodes)
- *   max_release_points    a release with more points is cut and flagged (default 10^7)
+ *   max_release_points    a release with more points is cut and flagged (default 10^7, at most 2^34)
+ *   output                "full" (default: every step all synthetic points) | "delta" (the
+ *                         points added and removed since the last release; see spatial.c)
  *   delta                 accepted (the stream file sets it on every stream) and unused:
  *                         spatial is pure ε-DP */
 #ifndef DP_SPATIAL_CONFIG_H
@@ -47,6 +49,7 @@ typedef struct dp_spatial_config {
     uint64_t           horizon;            /* 0: unbounded */
     uint32_t           max_nodes;
     uint64_t           max_release_points;
+    int                delta_output;
     int                event_level;        /* sensitivity given as absent/1 without entities */
 } dp_spatial_config;
 

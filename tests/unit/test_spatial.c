@@ -272,7 +272,8 @@ static void test_ledger_horizon_init(void)
 
 static void run_bytes(const char *variant, uint8_t key_variant, int T, int restore_at, dp_buf *out)
 {
-    json_t *j = cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12}", variant);
+    json_t *j = cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", variant,
+                         key_variant >= 10 ? ", \"output\": \"delta\"" : "");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -302,17 +303,19 @@ static void run_bytes(const char *variant, uint8_t key_variant, int T, int resto
 
 static void test_determinism_and_restore(void)
 {
-    const char *variants[2] = {"safe", "paper"};
-    for (int vi = 0; vi < 2; vi++) {
+    /* safe, paper, and safe with output delta (keys >= 10 select it) */
+    const char *variants[3] = {"safe", "paper", "safe"};
+    for (int vi = 0; vi < 3; vi++) {
         dp_buf a, b, c, d;
         dp_buf_init(&a);
         dp_buf_init(&b);
         dp_buf_init(&c);
         dp_buf_init(&d);
-        run_bytes(variants[vi], 1, 6, 0, &a);
-        run_bytes(variants[vi], 1, 6, 0, &b);
-        run_bytes(variants[vi], 1, 6, 3, &c);
-        run_bytes(variants[vi], 2, 6, 0, &d);
+        uint8_t k1 = vi == 2 ? 11 : 1, k2 = vi == 2 ? 12 : 2;
+        run_bytes(variants[vi], k1, 6, 0, &a);
+        run_bytes(variants[vi], k1, 6, 0, &b);
+        run_bytes(variants[vi], k1, 6, 3, &c);
+        run_bytes(variants[vi], k2, 6, 0, &d);
         CU_ASSERT(a.len > 10000);
         CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
         CU_ASSERT(c.len == a.len && memcmp(a.data, c.data, a.len) == 0);
@@ -470,6 +473,103 @@ static void test_safe_total_unbiased(void)
     CU_ASSERT(mean[1] > 5 * se[1]);
 }
 
+/* output "delta": applying each release's removals (empty points) and
+ * additions to the previous set gives exactly the FULL release of the same
+ * key and input, ids and coordinates; and a quiet stream's deltas are small. */
+typedef struct pt_set { size_t n, cap; uint64_t *id; double (*xy)[2]; int bad; } pt_set;
+
+static long pt_find(const pt_set *s, uint64_t id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->id[i] == id)
+            return (long)i;
+    return -1;
+}
+
+static void pt_on_record(void *ctx, const dp_synth_record *r)
+{
+    pt_set *s = ctx;
+    long i = pt_find(s, r->synthetic_id);
+    if (r->value.point_len == 0) {   /* removal */
+        if (i < 0) {
+            s->bad = 1;
+            return;
+        }
+        s->id[i] = s->id[s->n - 1];
+        memcpy(s->xy[i], s->xy[s->n - 1], sizeof s->xy[i]);
+        s->n--;
+        return;
+    }
+    if (i >= 0) {   /* an addition of an id already present */
+        s->bad = 1;
+        return;
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->id = realloc(s->id, s->cap * sizeof *s->id);
+        s->xy = realloc(s->xy, s->cap * sizeof *s->xy);
+    }
+    s->id[s->n] = r->synthetic_id;
+    s->xy[s->n][0] = r->value.point[0];
+    s->xy[s->n][1] = r->value.point[1];
+    s->n++;
+}
+
+static void test_delta_output(void)
+{
+    json_t *jf = cfg_text("{\"epsilon\": 2, \"max_depth\": 10}");
+    json_t *jd = cfg_text("{\"epsilon\": 2, \"max_depth\": 10, \"output\": \"delta\"}");
+    dp_synth *sf, *sd;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create(&sf, jf, 4, &key, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(create(&sd, jd, 4, &key, err, sizeof err), DP_OK);
+    pt_set full = {0}, applied = {0};
+    tk_sink kf, kd;
+    tk_sink_init(&kf);
+    tk_sink_init(&kd);
+    kf.on_record = pt_on_record;
+    kf.hook_ctx = &full;
+    kd.on_record = pt_on_record;
+    kd.hook_ctx = &applied;
+    uint64_t nf = 0, of = 0, nd = 0, od = 0, delta_records = 0, full_records = 0;
+    for (int t = 1; t <= 8; t++) {
+        full.n = 0;
+        uint64_t before_f = kf.records, before_d = kd.records;
+        int ins = t == 1 ? 2000 : 60, del = t == 1 ? 0 : 40;
+        run(sf, &kf, t, t, ins, del, &nf, &of);
+        run(sd, &kd, t, t, ins, del, &nd, &od);
+        CU_ASSERT_EQUAL(kd.m_mode, DP_RELEASE_DELTA);
+        CU_ASSERT_EQUAL(kf.m_mode, DP_RELEASE_FULL);
+        CU_ASSERT_EQUAL(kd.m_records, kd.records - before_d);
+        if (t > 1) {
+            delta_records += kd.records - before_d;
+            full_records += kf.records - before_f;
+        }
+        CU_ASSERT_FATAL(!full.bad && !applied.bad);
+        CU_ASSERT_EQUAL(full.n, applied.n);
+        size_t same = 0;
+        for (size_t i = 0; i < full.n; i++) {
+            long j = pt_find(&applied, full.id[i]);
+            same += j >= 0 && applied.xy[j][0] == full.xy[i][0] && applied.xy[j][1] == full.xy[i][1];
+        }
+        CU_ASSERT_EQUAL(same, full.n);
+    }
+    printf("\n    steps 2..8: %llu delta records for %llu full records",
+           (unsigned long long)delta_records, (unsigned long long)full_records);
+    CU_ASSERT(delta_records * 2 < full_records);
+    free(full.id);
+    free(full.xy);
+    free(applied.id);
+    free(applied.xy);
+    tk_sink_free(&kf);
+    tk_sink_free(&kd);
+    dp_synth_destroy(sf);
+    dp_synth_destroy(sd);
+    json_decref(jf);
+    json_decref(jd);
+}
+
 static int shard_of(const char *e) { return (e[0] + e[strlen(e) - 1]) % 3; }
 
 static void test_shards_merge(void)
@@ -541,6 +641,7 @@ int main(void)
         {"bad points rejected with their reason, changing nothing; user limits", test_bad_input},
         {"safe variant keeps PrivTree's input monotone where the paper's does not", test_monotone_safe_variant},
         {"safe variant's released total is unbiased; the paper's rounding is not", test_safe_total_unbiased},
+        {"output delta: removals + additions applied = the FULL release; small on a quiet stream", test_delta_output},
         {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
         {NULL, NULL},
     };
