@@ -12,11 +12,13 @@ caller fetched them, or generated.
       main.py: the first int(0.1 * rows) rows are step 1, then 500 rows per
       step; their run has 149 batches after the first (the last 14 empty),
       so the stream has 150 steps, steps 137..150 closed with no data.
-  make_updates.py circles --out DIR [--n 50000] [--seed 1] [--batch 500]
+  make_updates.py circles --out DIR [--n 50000] [--seed 1] [--insert-only]
       Our own generator of the paper's two concentric-circle scenarios
       (seed 002 §5.1, the authors' toy_dataset.moving_from_one_cluster_to_others):
       points of the outer circle are inserted; then, one by one, a point of
-      the outer circle is deleted and a point of the inner circle inserted.
+      the outer circle is deleted and a point of the inner circle inserted
+      ("with deletion"), or with --insert-only the inner circle's points are
+      inserted after the outer ones and nothing is deleted.
       Radii 1 and 0.667, Gaussian noise 0.05, rescaled by the PUBLIC box
       [-1.25, 1.25]^2 -> [0,1]^2 (no data-dependent rescaling).
   make_updates.py clmfires --out DIR [--rscript Rscript]
@@ -159,11 +161,12 @@ def circles(a):
     inner = [point(0.667) for _ in range(a.n)]
     rows = [(1,) + p for p in outer]
     for i in range(a.n):
-        rows.append((-1,) + outer[i])
+        if not a.insert_only:
+            rows.append((-1,) + outer[i])
         rows.append((1,) + inner[i])
     steps = batches(rows, int(STEP0_SHARE * len(rows)))
     cfg = {"box": [[0, 1], [0, 1]], "epsilon": 1.0, "max_depth": 20, "counter": "simple", "horizon": len(steps)}
-    write_stream(a.out, "circles/generated", steps, cfg)
+    write_stream(a.out, "circles/inserts" if a.insert_only else "circles/generated", steps, cfg)
 
 
 def clmfires(a):
@@ -207,6 +210,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--n", type=int, default=50000)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--insert-only", action="store_true")
     p = sub.add_parser("clmfires")
     p.add_argument("--out", required=True)
     p.add_argument("--rscript", default="Rscript")

@@ -103,6 +103,13 @@ cmp -s "$WORK/r1/releases.jsonl" "$WORK/r1b/releases.jsonl" || fail "circles: sa
 cmp -s "$WORK/r1/releases.jsonl" "$WORK/r2/releases.jsonl" && fail "circles: another key, same releases"
 tail -1 "$WORK/r1/budget.jsonl" | grep -q '"status":"EXHAUSTED"' || fail "circles: the last step is not EXHAUSTED"
 
+python3 "$REC" circles --out "$WORK/ci" --n 2000 --seed 3 --insert-only 2> "$WORK/ci.log" || fail "circles --insert-only"
+python3 - "$WORK/ci" <<'EOF' || fail "circles --insert-only output"
+import csv, sys
+rows = list(csv.DictReader(open(f"{sys.argv[1]}/points.csv")))
+assert len(rows) == 4000 and all(r["move"] == "1" for r in rows), len(rows)
+EOF
+
 # --- clmfires: Debian's spatstat.data through load and replay ------------------------------
 python3 "$REC" clmfires --out "$WORK/clm" 2> "$WORK/clm.log" || fail "clmfires: $(cat "$WORK/clm.log")"
 [ "$(tail -n +2 "$WORK/clm/clmfires.csv" | wc -l)" -eq 8488 ] || fail "clmfires: not 8488 fires"
