@@ -21,6 +21,8 @@
  *    proportional PID term, a function of the number of releases so far
  *    and i only (Alg. 2 lines 6–8), clipped to [0, 2] — the clip acts on the
  *    public T_i, never on the noisy threshold T_i + ρ.
+ *    (synth/svt.h; `unsafe_paper_variant: true` runs the published rules
+ *    instead, for comparison only: every budget event says it is not DP.)
  *  - The last step releases with all unspent release budget if fewer than
  *    C releases were made (Alg. 1 line 10; the count is public).
  * d is compared on a 2^20 fixed-point grid: the floored distance moves by
@@ -52,6 +54,7 @@
 #include "core/dp_error.h"
 #include "core/rational.h"
 #include "core/sample.h"
+#include "synth/svt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -72,16 +75,15 @@ typedef struct adaptive_release {
     /* plan: dsat / dsft */
     uint64_t           units_decision;      /* ε₁ in ledger units; each release RELEASE_UNITS */
     double             eps_release;         /* ε₂/C */
-    double             eps_a, eps_b;
     int64_t            delta_grid;          /* ⌈Δ·2^20⌉ + 1 */
-    dp_dlap            rho_noise, query_noise, release_noise;
+    dp_svt             svt;
+    dp_dlap            release_noise;
     /* plan: bd / ba */
     dp_dlap            dis_noise;           /* DLap(2w/ε) */
     /* state */
     uint64_t           done;
     int                exhausted;
     uint64_t           releases, last_release;
-    int64_t            rho_grid;
     double             T;
     int64_t           *noisy;               /* H̃ of the last release */
     double            *window;              /* bd/ba: publication ε of the last w steps (ring) */
@@ -135,18 +137,13 @@ static int plan_svt(adaptive_release *m, char *errstr, size_t errstr_size)
         return rc;
     double eps1 = dp_ledger_units_value(&m->ledger, m->units_decision);
     m->eps_release = dp_ledger_units_value(&m->ledger, RELEASE_UNITS);
-    double cpos = C - 1;   /* positives after the unconditional first release */
-    double ratio = cpos > 0 ? pow(2 * cpos, 2.0 / 3.0) : 1;
-    m->eps_a = eps1 / (1 + ratio);
-    m->eps_b = eps1 - m->eps_a;
     double delta = 2.0 / (double)c->n_min;
     m->delta_grid = (int64_t)ceil(delta * GRID) + 1;
     if ((rc = prepare_dlap(&m->release_noise, 1.0 / m->eps_release, "release", errstr, errstr_size)) != DP_OK)
         return rc;
-    if (cpos > 0 &&
-        ((rc = prepare_dlap(&m->rho_noise, (double)m->delta_grid / m->eps_a, "threshold", errstr, errstr_size)) ||
-         (rc = prepare_dlap(&m->query_noise, 2 * cpos * (double)m->delta_grid / m->eps_b, "distance", errstr,
-                            errstr_size))))
+    if (c->max_releases > 1 &&   /* c = C − 1 positives after the unconditional first release */
+        (rc = dp_svt_prepare(&m->svt, eps1, c->max_releases - 1, c->max_releases, m->delta_grid,
+                             (int64_t)(2 * GRID), c->unsafe_paper, errstr, errstr_size)) != DP_OK)
         return rc;
     m->T = c->threshold;
     return dp_ledger_check_plan(&m->ledger, (dp_privacy){DP_PRIVACY_PURE, eps1 + C * m->eps_release}, errstr,
@@ -229,13 +226,15 @@ static int64_t distance_grid(const adaptive_release *m)
     return (int64_t)floor(d * GRID);
 }
 
-/* DSAT's public threshold update (Alg. 2 lines 6–8, proportional term only). */
+/* DSAT's threshold update (Alg. 2 lines 6–8, proportional term only): the
+ * public T_i (corrected) or, in the paper variant, the noisy threshold. */
 static void dsat_threshold(adaptive_release *m, uint64_t i)
 {
     const dp_adaptive_config *c = &m->cfg;
     double rate = (double)m->releases / (double)i - (double)c->max_releases / (double)c->horizon;
     double e = fabs(fabs(rate) - c->delta_sp) / c->delta_sp, u = c->theta_p * e;
     m->T = rate <= 0 ? fmax(0, m->T - u) : fmin(2, m->T + u);
+    dp_svt_move(&m->svt, (int64_t)floor(u * GRID), rate > 0);
 }
 
 static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr_size)
@@ -250,7 +249,7 @@ static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr
         if (c->max_releases > 1) {
             dp_drbg g;
             step_drbg(m, &g, 1, NAME "/rho");
-            m->rho_grid = dp_dlap_sample(&m->rho_noise, &g);
+            dp_svt_start(&m->svt, (int64_t)floor(m->T * GRID), &g);
             dp_drbg_wipe(&g);
         }
         if ((rc = dp_ledger_spend_units(&m->ledger, i, NAME "/release", RELEASE_UNITS, errstr, errstr_size)))
@@ -266,9 +265,9 @@ static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr
         if (decide) {
             dp_drbg g;
             step_drbg(m, &g, i, NAME "/svt");
-            int64_t q = distance_grid(m) + dp_dlap_sample(&m->query_noise, &g);
+            int positive = dp_svt_decide(&m->svt, distance_grid(m), (int64_t)floor(m->T * GRID), &g);
             dp_drbg_wipe(&g);
-            if (q >= (int64_t)floor(m->T * GRID) + m->rho_grid) {
+            if (positive) {
                 if ((rc = dp_ledger_spend_units(&m->ledger, i, NAME "/release", RELEASE_UNITS, errstr, errstr_size)))
                     return rc;
                 release_histogram(m, i, &m->release_noise);
@@ -388,8 +387,12 @@ static int emit(adaptive_release *m, uint64_t step, const dp_release_sink *sink)
         return rc;
     static const char *const MECH[] = {NAME "/dsat+svt+discrete_laplace", NAME "/dsft+svt+discrete_laplace",
                                        NAME "/bd+discrete_laplace", NAME "/ba+discrete_laplace"};
-    dp_kv noise_svt[] = {{"svt_epsilon_threshold", m->eps_a},
-                         {"svt_epsilon_queries", m->eps_b},
+    static const char *const UNSAFE[] = {
+        NAME "/dsat-published-rules: NOT DIFFERENTIALLY PRIVATE (the noisy threshold is clipped; comparison only)",
+        NAME "/dsft-published-rules: NOT DIFFERENTIALLY PRIVATE (1.5x the stated decision budget; comparison only)"};
+    dp_kv noise_svt[] = {{"dp", c->unsafe_paper ? 0 : 1},
+                         {"svt_epsilon_threshold", m->svt.eps_a},
+                         {"svt_epsilon_queries", m->svt.eps_b},
                          {"distance_sensitivity", c->n_min ? 2.0 / (double)c->n_min : 0},
                          {"release_scale", m->eps_release > 0 ? 1.0 / m->eps_release : 0},
                          {"max_releases", (double)c->max_releases}};
@@ -401,7 +404,7 @@ static int emit(adaptive_release *m, uint64_t step, const dp_release_sink *sink)
         .stream_id_len = m->stream_id_len,
         .step = step,
         .status = m->exhausted ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
-        .mechanism = MECH[c->method],
+        .mechanism = c->unsafe_paper ? UNSAFE[c->method] : MECH[c->method],
         .unit = c->w_event ? "w-event: a user's reports in any w consecutive steps"
                            : "user-level: a user's whole series of reports over the horizon",
         .neighbors = "add_remove",
@@ -476,12 +479,14 @@ static int adaptive_release_save(const dp_release_half *rel, dp_buf *b)
     dp_buf_put_u32(b, ADAPTIVE_REL_MAGIC);
     dp_buf_put_u32(b, c->categories);
     dp_buf_put_u8(b, (uint8_t)c->method);
+    dp_buf_put_u8(b, (uint8_t)c->unsafe_paper);
     dp_buf_put_f64(b, c->epsilon);
     dp_buf_put_u64(b, m->done);
     dp_buf_put_u8(b, (uint8_t)m->exhausted);
     dp_buf_put_u64(b, m->releases);
     dp_buf_put_u64(b, m->last_release);
-    dp_buf_put_i64(b, m->rho_grid);
+    dp_buf_put_i64(b, m->svt.rho);
+    dp_buf_put_i64(b, m->svt.noisy_threshold);
     dp_buf_put_f64(b, m->T);
     dp_buf_put_u64(b, m->nullified_until);
     dp_buf_put_f64(b, m->spent_window);
@@ -506,19 +511,22 @@ static int adaptive_release_load(dp_release_half *rel, dp_reader *r)
     adaptive_release *m = (adaptive_release *)rel;
     const dp_adaptive_config *c = &m->cfg;
     if (dp_reader_u32(r) != ADAPTIVE_REL_MAGIC || dp_reader_u32(r) != c->categories ||
-        dp_reader_u8(r) != (uint8_t)c->method || dp_reader_f64(r) != c->epsilon)
+        dp_reader_u8(r) != (uint8_t)c->method || dp_reader_u8(r) != (uint8_t)c->unsafe_paper ||
+        dp_reader_f64(r) != c->epsilon)
         return DP_ECORRUPT;
     m->done = dp_reader_u64(r);
     m->exhausted = dp_reader_u8(r) != 0;
     m->releases = dp_reader_u64(r);
     m->last_release = dp_reader_u64(r);
-    m->rho_grid = dp_reader_i64(r);
+    m->svt.rho = dp_reader_i64(r);
+    m->svt.noisy_threshold = dp_reader_i64(r);
     m->T = dp_reader_f64(r);
     m->nullified_until = dp_reader_u64(r);
     m->spent_window = dp_reader_f64(r);
     if (dp_reader_status(r) != DP_OK || m->done > c->horizon || m->releases > m->done ||
         m->last_release > m->done || !(m->T >= 0 && m->T <= 2) || m->nullified_until > c->horizon + c->w ||
-        !(m->spent_window >= 0 && m->spent_window <= c->epsilon * 2) || llabs(m->rho_grid) > ((int64_t)1 << 60) ||
+        !(m->spent_window >= 0 && m->spent_window <= c->epsilon * 2) || llabs(m->svt.rho) > ((int64_t)1 << 60) ||
+        m->svt.noisy_threshold < -((int64_t)1 << 60) || m->svt.noisy_threshold > ((int64_t)1 << 60) ||
         (!c->w_event && m->releases > c->max_releases))
         return DP_ECORRUPT;
     for (uint32_t k = 0; k < c->categories; k++) {

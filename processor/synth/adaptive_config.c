@@ -15,7 +15,7 @@
 
 static const char *const KEYS[] = {"synthesizer", "categories", "method", "epsilon", "privacy", "w", "horizon",
                                    "max_releases", "decision_fraction", "n_min", "threshold", "theta_p",
-                                   "delta_sp", "burn_in", "test_fraction", "delta", NULL};
+                                   "delta_sp", "burn_in", "test_fraction", "unsafe_paper_variant", "delta", NULL};
 
 static int unit_real(const json_t *cfg, const char *key, double lo, double hi, double *out, char *errstr,
                      size_t errstr_size)
@@ -114,6 +114,13 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
         if ((rc = dp_cfg_uint(v, NAME, "burn_in", 0, c->horizon, &u, errstr, errstr_size)))
             return rc;
         c->burn_in = (uint32_t)u;
+    }
+    if ((v = json_object_get(cfg, "unsafe_paper_variant"))) {
+        if (!json_is_boolean(v))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unsafe_paper_variant must be true or false");
+        c->unsafe_paper = json_is_true(v);
+        if (c->unsafe_paper && c->w_event)
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unsafe_paper_variant is for dsat and dsft");
     }
     if ((v = json_object_get(cfg, "n_min"))) {
         if ((rc = dp_cfg_uint(v, NAME, "n_min", 1, (uint64_t)1 << 40, &c->n_min, errstr, errstr_size)))

@@ -19,6 +19,8 @@
  *   burn_in           DSAT's M (default 2)
  *   test_fraction     bd, ba: the window's share of ε for the dissimilarity tests (default
  *                     0.5 as in Kellaris et al.; streamdp-benchmark uses w/U)
+ *   unsafe_paper_variant  true: DSFT/DSAT's published decision rules (svt.h), which are NOT
+ *                     differentially private — for comparison only; every budget event says so
  *   delta             accepted (the stream file sets it on every stream) and unused: pure ε */
 #ifndef DP_ADAPTIVE_CONFIG_H
 #define DP_ADAPTIVE_CONFIG_H
@@ -49,6 +51,7 @@ typedef struct dp_adaptive_config {
     double             threshold, theta_p, delta_sp;
     uint32_t           burn_in;
     double             test_fraction;   /* bd, ba */
+    int                unsafe_paper;    /* dsat, dsft: the published (non-DP) rules */
 } dp_adaptive_config;
 
 int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *errstr, size_t errstr_size);

@@ -23,7 +23,8 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"epsilon\":2,\"box\":[[-1,1],[0,4],[0,1]],\"variant\":\"paper\",\"horizon\":6,"
     "\"counter\":{\"kind\":\"block\",\"block\":2},\"sensitivity\":3,\"max_release_points\":10000,"
     "\"max_nodes\":2001}",
-    "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"n_min\":3,\"max_releases\":3,\"decision_fraction\":0.3}",
+    "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"n_min\":3,\"max_releases\":3,\"decision_fraction\":0.3,"
+    "\"unsafe_paper_variant\":true}",
     "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"method\":\"ba\",\"privacy\":\"w_event\",\"w\":3}",
 };
 
