@@ -9,11 +9,12 @@
 #include "core/dp_error.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NAME "adaptive"
 
-static const char *const KEYS[] = {"synthesizer", "categories", "method", "epsilon", "privacy", "w", "horizon",
+static const char *const KEYS[] = {"synthesizer", "categories", "attributes", "method", "epsilon", "privacy", "w", "horizon",
                                    "max_releases", "decision_fraction", "n_min", "threshold", "theta_p",
                                    "delta_sp", "burn_in", "test_fraction", "unsafe_paper_variant", "delta", NULL};
 
@@ -55,11 +56,31 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
     if ((v = json_object_get(cfg, "delta")) && (rc = dp_cfg_real(v, NAME, "delta", &unused, errstr, errstr_size)))
         return rc;
-    if (!(v = json_object_get(cfg, "categories")))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"categories\" (U bins) is required");
-    if ((rc = dp_cfg_uint(v, NAME, "categories", 2, DP_ADAPTIVE_MAX_CATEGORIES, &u, errstr, errstr_size)))
-        return rc;
-    c->categories = (uint32_t)u;
+    const json_t *attrs = json_object_get(cfg, "attributes");
+    v = json_object_get(cfg, "categories");
+    if (!!v == !!attrs)
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": give exactly one of \"categories\" (U bins) or "
+                                                      "\"attributes\"");
+    if (v) {
+        if ((rc = dp_cfg_uint(v, NAME, "categories", 2, DP_ADAPTIVE_MAX_CATEGORIES, &u, errstr, errstr_size)))
+            return rc;
+        c->categories = (uint32_t)u;
+    } else {
+        char *names[DP_ADAPTIVE_MAX_ATTRS] = {0};
+        rc = dp_cfg_attributes(attrs, NAME, DP_ADAPTIVE_MAX_ATTRS, DP_ADAPTIVE_MAX_CATEGORIES, names, c->sizes,
+                               &c->n_attrs, errstr, errstr_size);
+        for (uint32_t i = 0; i < c->n_attrs; i++)   /* only the sizes are kept: rows are indices */
+            free(names[i]);
+        if (rc != DP_OK)
+            return rc;
+        double cells = 1;
+        for (uint32_t i = 0; i < c->n_attrs; i++)
+            cells *= c->sizes[i];
+        if (cells < 2 || cells > DP_ADAPTIVE_MAX_CATEGORIES)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": attributes make %.0f bins; 2..%u are supported",
+                          cells, DP_ADAPTIVE_MAX_CATEGORIES);
+        c->categories = (uint32_t)cells;
+    }
     static const char *const METHODS[] = {"dsat", "dsft", "bd", "ba", NULL};
     int method = 0;
     if ((rc = dp_cfg_choice(json_object_get(cfg, "method"), NAME, "method", METHODS, &method, errstr, errstr_size)))

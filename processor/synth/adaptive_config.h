@@ -2,7 +2,10 @@
  * (seed 003, Li, Xiong, Jiang, Liu 2015, corrected as ALGORITHMS.md §7).
  *
  * Keys (unknown keys refused; every error names its key):
- *   categories        U histogram bins (required, 2..65536); a REPORT's value is a bin
+ *   categories        U histogram bins (2..65536); a report's CATEGORY value is a bin
+ *   attributes        or [{"name", "categories": [labels]}, …] (like `marginal`): a report's ROW
+ *                     value, one index per attribute, is the bin of the product domain
+ *                     (first attribute most significant; at most 65536 bins in all)
  *   method            "dsat" (default) | "dsft" | "bd" | "ba"
  *   epsilon           pure ε-DP (required)
  *   privacy           "user" (dsat, dsft: the whole series of a user's reports) |
@@ -38,8 +41,12 @@ typedef enum dp_adaptive_method {
     DP_ADAPTIVE_BA = 3,
 } dp_adaptive_method;
 
+#define DP_ADAPTIVE_MAX_ATTRS 16
+
 typedef struct dp_adaptive_config {
     uint32_t           categories;
+    uint32_t           n_attrs;                         /* 0: plain categories */
+    uint32_t           sizes[DP_ADAPTIVE_MAX_ATTRS];
     dp_adaptive_method method;
     double             epsilon;
     int                w_event;       /* bd, ba */

@@ -1,8 +1,14 @@
 /* adaptive_ingest.c — the ingest half of `adaptive` (adaptive.h): each
- * entity's current value and the histogram of those values.  A REPORT sets
- * its entity's value for this and later steps; a second REPORT of the same
- * entity in one step is DUPLICATE_REPORT (the first one stands), decided by
- * that entity's own history alone (ALGORITHMS.md §1). */
+ * entity's current value and the histogram of those values.  Every update
+ * needs an entity; each entity holds at most one value (one tuple per user
+ * per snapshot, seed 003 §3) and changes it at most once per step:
+ *   REPORT  sets its value for this and later steps
+ *   INSERT  adds its tuple (USER_LIMIT if it already holds one)
+ *   DELETE  removes it (NOT_PRESENT unless the entity holds exactly that value)
+ * a second update of the entity in one step is DUPLICATE_REPORT (the first
+ * stands).  Each decision depends on that entity's own history alone
+ * (ALGORITHMS.md §1).  A value is a bin: a CATEGORY, or with `attributes` a
+ * ROW of indices (mixed radix, the first attribute most significant). */
 #include "synth/adaptive.h"
 
 #include "core/bytes_map.h"
@@ -13,7 +19,9 @@
 
 #define ADAPTIVE_INGEST_MAGIC 0x4e494441u   /* "ADIN" */
 #define MAX_ENTITY_BYTES 1024
-#define VALUE_BITS 20                        /* categories <= 2^16 < 2^20 */
+#define VALUE_BITS 20                        /* categories <= 2^16 < 2^19 */
+#define GONE ((uint64_t)1 << 19)              /* the entity's tuple was deleted */
+#define VALUE_MASK (GONE - 1)
 
 typedef struct adaptive_ingest {
     dp_adaptive_config cfg;
@@ -55,33 +63,61 @@ void dp_adaptive_ingest_destroy(dp_ingest_half *in)
     free(m);
 }
 
+/* The bin of u's payload, or -1 if it is not one of this stream's values. */
+static int64_t bin_of(const dp_adaptive_config *c, const dp_payload *p)
+{
+    if (p->kind == DP_PAYLOAD_CATEGORY)
+        return p->category >= 0 && p->category < (int64_t)c->categories ? p->category : -1;
+    if (p->kind != DP_PAYLOAD_ROW || !c->n_attrs || p->row_len != c->n_attrs || !p->row)
+        return -1;
+    int64_t b = 0;
+    for (uint32_t i = 0; i < c->n_attrs; i++) {
+        if (p->row[i] < 0 || (uint32_t)p->row[i] >= c->sizes[i])
+            return -1;
+        b = b * c->sizes[i] + p->row[i];
+    }
+    return b;
+}
+
 int dp_adaptive_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason)
 {
     adaptive_ingest *m = (adaptive_ingest *)in;
     *reason = DP_REJECT_NONE;
+    int64_t bin = -1;
     if (u->step < m->open_step)
         *reason = DP_REJECT_LATE;
     else if (u->step > m->open_step)
         *reason = DP_REJECT_FUTURE_STEP;
-    else if (u->kind != DP_UPDATE_REPORT || u->payload.kind != DP_PAYLOAD_CATEGORY)
+    else if ((u->kind != DP_UPDATE_REPORT && u->kind != DP_UPDATE_INSERT && u->kind != DP_UPDATE_DELETE) ||
+             (u->payload.kind != DP_PAYLOAD_CATEGORY && u->payload.kind != DP_PAYLOAD_ROW))
         *reason = DP_REJECT_WRONG_KIND;
-    else if (u->payload.category < 0 || u->payload.category >= (int64_t)m->cfg.categories)
+    else if ((bin = bin_of(&m->cfg, &u->payload)) < 0)
         *reason = DP_REJECT_OUT_OF_DOMAIN;
     else if (!u->entity_id || u->entity_id_len == 0 || u->entity_id_len > MAX_ENTITY_BYTES)
         *reason = DP_REJECT_MALFORMED;
     if (*reason != DP_REJECT_NONE)
         return DP_OK;
     dp_bytes_map_slot *s = dp_bytes_map_find(&m->entities, u->entity_id, u->entity_id_len);
-    if (s && packed(s) >> VALUE_BITS == m->open_step) {
+    uint64_t p = s ? packed(s) : 0;
+    int live = s && !(p & GONE);
+    if (s && p >> VALUE_BITS == m->open_step)
         *reason = DP_REJECT_DUPLICATE_REPORT;
+    else if (u->kind == DP_UPDATE_INSERT && live)
+        *reason = DP_REJECT_USER_LIMIT;
+    else if (u->kind == DP_UPDATE_DELETE && (!live || (int64_t)(p & VALUE_MASK) != bin))
+        *reason = DP_REJECT_NOT_PRESENT;
+    if (*reason != DP_REJECT_NONE)
         return DP_OK;
-    }
     if (!s && !(s = dp_bytes_map_upsert(&m->entities, u->entity_id, u->entity_id_len)))
         return DP_ENOMEM;
-    if (s->value)
-        m->hist[packed(s) & ((1u << VALUE_BITS) - 1)]--;
-    m->hist[u->payload.category]++;
-    s->value = (void *)(uintptr_t)(m->open_step << VALUE_BITS | (uint64_t)u->payload.category);
+    if (live)
+        m->hist[p & VALUE_MASK]--;
+    if (u->kind == DP_UPDATE_DELETE) {
+        s->value = (void *)(uintptr_t)(m->open_step << VALUE_BITS | GONE | (uint64_t)bin);
+    } else {
+        m->hist[bin]++;
+        s->value = (void *)(uintptr_t)(m->open_step << VALUE_BITS | (uint64_t)bin);
+    }
     return DP_OK;
 }
 
@@ -149,7 +185,7 @@ int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
         size_t len;
         const uint8_t *k = dp_reader_blob(r, &len);
         uint64_t p = dp_reader_u64(r);
-        uint64_t value = p & ((1u << VALUE_BITS) - 1), step = p >> VALUE_BITS;
+        uint64_t value = p & VALUE_MASK, step = p >> VALUE_BITS;
         if (!k || dp_reader_status(r) != DP_OK || len == 0 || len > MAX_ENTITY_BYTES || value >= m->cfg.categories ||
             step < 1 || step > m->open_step)
             return DP_ECORRUPT;
@@ -163,7 +199,8 @@ int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
         if (!s)
             return DP_ENOMEM;
         s->value = (void *)(uintptr_t)p;
-        m->hist[value]++;
+        if (!(p & GONE))
+            m->hist[value]++;
         prev = k;
         prev_len = len;
     }

@@ -103,3 +103,42 @@ int dp_cfg_choice(const json_t *v, const char *name, const char *what, const cha
         n += (size_t)snprintf(list + n, sizeof list - n, "%s\"%s\"", i ? ", " : "", names[i]);
     return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be one of %s", name, what, list);
 }
+
+int dp_cfg_attributes(const json_t *v, const char *name, uint32_t max_attrs, uint32_t max_categories, char **names,
+                      uint32_t *sizes, uint32_t *n, char *errstr, size_t errstr_size)
+{
+    *n = 0;
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_attrs)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes must be an array of 1..%u objects", name,
+                      max_attrs);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *a = json_array_get(v, i);
+        if (!json_is_object(a))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes[%zu] must be an object", name, i);
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)a, k, x) {
+            if (strcmp(k, "name") && strcmp(k, "categories"))
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes[%zu]: unknown key \"%s\"", name, i, k);
+        }
+        const json_t *nm = json_object_get(a, "name"), *cats = json_object_get(a, "categories");
+        if (!json_is_string(nm) || json_string_length(nm) == 0)
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes[%zu].name must be a non-empty string", name,
+                          i);
+        for (uint32_t j = 0; j < *n; j++)
+            if (strcmp(names[j], json_string_value(nm)) == 0)
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes[%zu].name \"%s\" repeats attributes[%u]",
+                              name, i, json_string_value(nm), j);
+        if (!json_is_array(cats) || json_array_size(cats) < 1 || json_array_size(cats) > max_categories)
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes[%zu].categories must be an array of 1..%u labels",
+                          name, i, max_categories);
+        for (size_t j = 0; j < json_array_size(cats); j++)
+            if (!json_is_string(json_array_get(cats, j)))
+                return dp_err(errstr, errstr_size, DP_EINVAL, "%s: attributes[%zu].categories[%zu] must be a string",
+                              name, i, j);
+        if (!(names[*n] = strdup(json_string_value(nm))))
+            return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+        sizes[(*n)++] = (uint32_t)json_array_size(cats);
+    }
+    return DP_OK;
+}

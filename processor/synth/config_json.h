@@ -24,6 +24,13 @@ int dp_cfg_choice(const json_t *v, const char *name, const char *what, const cha
 /* 1 if k is in the NULL-terminated list. */
 int dp_cfg_key_known(const char *k, const char *const *keys);
 
+/* "attributes": [{"name": s, "categories": [label, …]}, …], 1..max_attrs
+ * objects with unique names and 1..max_categories string labels each.
+ * names[i] are strdup'd (the caller frees names[0..*n) even on error),
+ * sizes[i] the label counts. */
+int dp_cfg_attributes(const json_t *v, const char *name, uint32_t max_attrs, uint32_t max_categories, char **names,
+                      uint32_t *sizes, uint32_t *n, char *errstr, size_t errstr_size);
+
 /* "counter": a kind name or {"kind": name, "block": B, "buffers": d}. */
 typedef struct dp_cfg_counter {
     dp_counter_kind kind;

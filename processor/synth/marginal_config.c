@@ -34,42 +34,12 @@ uint32_t dp_marginal_group(const dp_marginal_config *c)
 
 static int parse_attributes(dp_marginal_config *c, const json_t *v, char *errstr, size_t errstr_size)
 {
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > DP_MARGINAL_MAX_ATTRS)
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": attributes must be an array of 1..%d objects",
-                      DP_MARGINAL_MAX_ATTRS);
+    int rc = dp_cfg_attributes(v, NAME, DP_MARGINAL_MAX_ATTRS, DP_MARGINAL_MAX_CATEGORIES, c->names, c->sizes,
+                               &c->n_attrs, errstr, errstr_size);
     c->domain_cells = 1;
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        const json_t *a = json_array_get(v, i);
-        if (!json_is_object(a))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": attributes[%zu] must be an object", i);
-        const char *k;
-        json_t *x;
-        json_object_foreach((json_t *)a, k, x) {
-            if (strcmp(k, "name") && strcmp(k, "categories"))
-                return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": attributes[%zu]: unknown key \"%s\"", i, k);
-        }
-        const json_t *n = json_object_get(a, "name"), *cats = json_object_get(a, "categories");
-        if (!json_is_string(n) || json_string_length(n) == 0)
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": attributes[%zu].name must be a non-empty string",
-                          i);
-        for (uint32_t j = 0; j < c->n_attrs; j++)
-            if (strcmp(c->names[j], json_string_value(n)) == 0)
-                return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": attributes[%zu].name \"%s\" repeats attributes[%u]",
-                              i, json_string_value(n), j);
-        if (!json_is_array(cats) || json_array_size(cats) < 1 || json_array_size(cats) > DP_MARGINAL_MAX_CATEGORIES)
-            return dp_err(errstr, errstr_size, DP_EINVAL,
-                          NAME ": attributes[%zu].categories must be an array of 1..%u labels", i,
-                          DP_MARGINAL_MAX_CATEGORIES);
-        for (size_t j = 0; j < json_array_size(cats); j++)
-            if (!json_is_string(json_array_get(cats, j)))
-                return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": attributes[%zu].categories[%zu] must be a string",
-                              i, j);
-        if (!(c->names[c->n_attrs] = strdup(json_string_value(n))))
-            return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
-        c->sizes[c->n_attrs++] = (uint32_t)json_array_size(cats);
-        c->domain_cells *= (double)json_array_size(cats);
-    }
-    return DP_OK;
+    for (uint32_t i = 0; i < c->n_attrs; i++)
+        c->domain_cells *= (double)c->sizes[i];
+    return rc;
 }
 
 static int attr_index(const dp_marginal_config *c, const char *name)
