@@ -31,6 +31,15 @@
  * Ledger: the whole ε, exact units — ε₁ charged at step 1 (SVT's cost is
  * incurred by its run as a whole), ε₂/C at each release.
  *
+ * DSFT / DSAT, w-event ε-DP (the paper's Alg. 3, corrected as ALGORITHMS.md
+ * §7): the decisions run as a chain of AboveThreshold instances (svt.h with
+ * c = 1), each ε_AT = ε₁/(C+1), a new one (a fresh ρ) after every positive;
+ * a decision is only made while the last w−1 steps released fewer than C
+ * times, so at most C positives fall in any window and at most C+1
+ * instances overlap it: ε₁.  Each release costs ε₂/C, at most C per window:
+ * ε₂.  The threshold path is public as above, its rate counted in the window.
+ * Step 1 releases unconditionally (it counts against its windows).
+ *
  * BD / BA, w-event ε-DP (any w consecutive steps of a user's reports).
  * Each step's dissimilarity S_i = Σ_b |H_i[b] − H̃[b]| (sensitivity 1)
  * gets DLap(w/(f·ε)) (f·ε/w per step, f·ε per window, f = test_fraction,
@@ -86,7 +95,8 @@ typedef struct adaptive_release {
     uint64_t           releases, last_release;
     double             T;
     int64_t           *noisy;               /* H̃ of the last release */
-    double            *window;              /* bd/ba: publication ε of the last w steps (ring) */
+    double            *window;              /* w-event: ε spent at each of the last w steps (ring) */
+    uint8_t           *wflags;              /* w-event dsat/dsft: 1 released, 2 positive, per step (ring) */
     uint64_t           nullified_until;     /* ba */
     dp_ledger          ledger;              /* dsat/dsft: the whole stream */
     /* the last step, for its events */
@@ -108,6 +118,7 @@ static void adaptive_release_destroy(dp_release_half *rel)
     free(m->stream_id);
     free(m->noisy);
     free(m->window);
+    free(m->wflags);
     free(m->hist);
     free(m->kv);
     free(m->kv_names);
@@ -150,6 +161,21 @@ static int plan_svt(adaptive_release *m, char *errstr, size_t errstr_size)
                                 errstr_size);
 }
 
+/* w-event DSFT/DSAT: ε₁ = kε over the window's C+1 AboveThreshold
+ * instances, ε₂ = (1−k)ε over its C releases. */
+static int plan_svt_window(adaptive_release *m, char *errstr, size_t errstr_size)
+{
+    const dp_adaptive_config *c = &m->cfg;
+    double eps1 = c->decision_fraction * c->epsilon, C = (double)c->max_releases;
+    m->eps_release = (c->epsilon - eps1) / C;
+    m->delta_grid = (int64_t)ceil(2.0 / (double)c->n_min * GRID) + 1;
+    m->T = c->threshold;
+    int rc = prepare_dlap(&m->release_noise, 1.0 / m->eps_release, "release", errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = dp_svt_prepare(&m->svt, eps1 / (C + 1), 1, 1, m->delta_grid, (int64_t)(2 * GRID), 0, errstr, errstr_size);
+    return rc;
+}
+
 static int adaptive_release_create(dp_release_half **out, const json_t *config, const dp_synth_env *env,
                                    char *errstr, size_t errstr_size)
 {
@@ -169,7 +195,8 @@ static int adaptive_release_create(dp_release_half **out, const json_t *config, 
     if (!(m->stream_id = malloc(m->stream_id_len + 1)) || !(m->noisy = calloc(U, sizeof *m->noisy)) ||
         !(m->hist = calloc(U, sizeof *m->hist)) || !(m->kv = calloc(U + 16, sizeof *m->kv)) ||
         !(m->kv_names = calloc(U, sizeof *m->kv_names)) ||
-        (c->w_event && !(m->window = calloc(c->w, sizeof *m->window)))) {
+        (c->w_event && (!(m->window = calloc(c->w, sizeof *m->window)) ||
+                        !(m->wflags = calloc(c->w, sizeof *m->wflags))))) {
         adaptive_release_destroy((dp_release_half *)m);
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     }
@@ -178,9 +205,11 @@ static int adaptive_release_create(dp_release_half **out, const json_t *config, 
     m->stream_id[m->stream_id_len] = '\0';
     for (uint32_t b = 0; b < U; b++)
         snprintf(m->kv_names[b], sizeof m->kv_names[b], "count.%u", b);
-    rc = c->w_event ? prepare_dlap(&m->dis_noise, c->w / (c->test_fraction * c->epsilon), "dissimilarity", errstr,
-                                   errstr_size)
-                    : plan_svt(m, errstr, errstr_size);
+    rc = c->method >= DP_ADAPTIVE_BD
+             ? prepare_dlap(&m->dis_noise, c->w / (c->test_fraction * c->epsilon), "dissimilarity", errstr,
+                            errstr_size)
+         : c->w_event ? plan_svt_window(m, errstr, errstr_size)
+                      : plan_svt(m, errstr, errstr_size);
     if (rc != DP_OK) {
         adaptive_release_destroy((dp_release_half *)m);
         return rc;
@@ -288,6 +317,71 @@ static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr
     return DP_OK;
 }
 
+/* --- w-event DSFT / DSAT ------------------------------------------------------------- */
+
+/* Steps among the last `last` before this one (m->done + 1) whose flags have `bit`. */
+static uint32_t window_count(const adaptive_release *m, uint32_t last, uint8_t bit)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 1; k <= last && k < m->done + 1 && k <= m->cfg.w; k++)
+        n += (m->wflags[(m->done + 1 - k) % m->cfg.w] & bit) != 0;
+    return n;
+}
+
+static void start_instance(adaptive_release *m, uint64_t i)
+{
+    dp_drbg g;
+    step_drbg(m, &g, i, NAME "/rho");
+    dp_svt_start(&m->svt, (int64_t)floor(m->T * GRID), &g);
+    dp_drbg_wipe(&g);
+}
+
+static int step_svt_window(adaptive_release *m, uint64_t i, char *errstr, size_t errstr_size)
+{
+    const dp_adaptive_config *c = &m->cfg;
+    uint32_t w = c->w;
+    double eps1 = c->decision_fraction * c->epsilon, eps_at = eps1 / ((double)c->max_releases + 1);
+    uint8_t flags = 0;
+    if (i == 1) {
+        release_histogram(m, i, &m->release_noise);
+        start_instance(m, i);
+        flags = 1;
+    } else if (window_count(m, w - 1, 1) < c->max_releases) {
+        int decide = 1;
+        if (c->method == DP_ADAPTIVE_DSAT) {
+            decide = i > c->burn_in;
+            if (decide) {   /* the public path, its rate over the window */
+                uint64_t span = i < w ? i : w;
+                double rate = (double)(window_count(m, w - 1, 1)) / (double)span - (double)c->max_releases / w;
+                double u = c->theta_p * fabs(fabs(rate) - c->delta_sp) / c->delta_sp;
+                m->T = rate <= 0 ? fmax(0, m->T - u) : fmin(2, m->T + u);
+            }
+        }
+        if (decide) {
+            dp_drbg g;
+            step_drbg(m, &g, i, NAME "/svt");
+            int positive = dp_svt_decide(&m->svt, distance_grid(m), (int64_t)floor(m->T * GRID), &g);
+            dp_drbg_wipe(&g);
+            if (positive) {
+                release_histogram(m, i, &m->release_noise);
+                start_instance(m, i);   /* AboveThreshold restarts */
+                flags = 3;
+            }
+        }
+    }
+    m->wflags[i % w] = flags;
+    m->window[i % w] = (flags & 1 ? m->eps_release : 0) + (flags & 2 ? eps_at : 0);
+    /* fail closed: the window's instances (positives + 1) and releases */
+    uint32_t pos = window_count(m, w - 1, 2) + (flags & 2 ? 1 : 0),
+             rel = window_count(m, w - 1, 1) + (flags & 1 ? 1 : 0);
+    m->spent_window = (double)(pos + 1) * eps_at + (double)rel * m->eps_release;
+    if (rel > c->max_releases || m->spent_window > c->epsilon * (1 + 1e-9))
+        return dp_err(errstr, errstr_size, DP_EBUDGET, NAME ": the w-window would spend %g of %g", m->spent_window,
+                      c->epsilon);
+    m->spent_step = m->window[i % w];
+    return DP_OK;
+}
+
 /* --- BD / BA ---------------------------------------------------------------------- */
 
 static double window_sum(const adaptive_release *m, uint32_t last)   /* the last `last` steps before this one */
@@ -368,7 +462,7 @@ static int emit(adaptive_release *m, uint64_t step, const dp_release_sink *sink)
     kv[n++] = (dp_kv){"released", m->released};
     kv[n++] = (dp_kv){"repeat_of", m->released ? 0 : (double)m->last_release};
     kv[n++] = (dp_kv){"releases", (double)m->releases};
-    if (!c->w_event)
+    if (c->method < DP_ADAPTIVE_BD)
         kv[n++] = (dp_kv){"threshold", m->T};
     for (uint32_t b = 0; b < c->categories && m->released; b++)
         kv[n++] = (dp_kv){m->kv_names[b], (double)m->noisy[b]};
@@ -411,8 +505,9 @@ static int emit(adaptive_release *m, uint64_t step, const dp_release_sink *sink)
         .public_inputs = "the configuration (categories, budget, horizon, n_min, thresholds) and the step boundaries; "
                          "which steps release is the mechanism's charged output",
         .model = DP_PRIVACY_PURE,
-        .noise = c->w_event ? noise_win : noise_svt,
-        .n_noise = c->w_event ? sizeof noise_win / sizeof noise_win[0] : sizeof noise_svt / sizeof noise_svt[0],
+        .noise = c->method >= DP_ADAPTIVE_BD ? noise_win : noise_svt,
+        .n_noise = c->method >= DP_ADAPTIVE_BD ? sizeof noise_win / sizeof noise_win[0]
+                                               : sizeof noise_svt / sizeof noise_svt[0],
         .delta = 0,
         .eps_simple = NAN,
         .eps_cks = c->epsilon,
@@ -449,7 +544,9 @@ static int adaptive_release_step(dp_release_half *rel, uint64_t step, const dp_s
         m->hist[st->keys[i]] = st->counts[i];
     }
     m->released = 0;
-    int rc = c->w_event ? step_window(m, step, errstr, errstr_size) : step_svt(m, step, errstr, errstr_size);
+    int rc = c->method >= DP_ADAPTIVE_BD ? step_window(m, step, errstr, errstr_size)
+             : c->w_event                ? step_svt_window(m, step, errstr, errstr_size)
+                                         : step_svt(m, step, errstr, errstr_size);
     if (rc != DP_OK) {
         m->exhausted = 1;   /* fail closed */
         return rc;
@@ -492,8 +589,10 @@ static int adaptive_release_save(const dp_release_half *rel, dp_buf *b)
     dp_buf_put_f64(b, m->spent_window);
     for (uint32_t k = 0; k < c->categories; k++)
         dp_buf_put_i64(b, m->noisy[k]);
-    for (uint32_t k = 0; c->w_event && k < c->w; k++)
+    for (uint32_t k = 0; c->w_event && k < c->w; k++) {
         dp_buf_put_f64(b, m->window[k]);
+        dp_buf_put_u8(b, m->wflags[k]);
+    }
     if (!c->w_event) {
         uint8_t *p = NULL;
         size_t len = 0;
@@ -536,7 +635,8 @@ static int adaptive_release_load(dp_release_half *rel, dp_reader *r)
     }
     for (uint32_t k = 0; c->w_event && k < c->w; k++) {
         m->window[k] = dp_reader_f64(r);
-        if (!(m->window[k] >= 0 && m->window[k] <= c->epsilon))
+        m->wflags[k] = dp_reader_u8(r);
+        if (!(m->window[k] >= 0 && m->window[k] <= c->epsilon) || m->wflags[k] > 3)
             return DP_ECORRUPT;
     }
     if (!c->w_event) {

@@ -101,10 +101,6 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     if ((rc = dp_cfg_choice(json_object_get(cfg, "privacy"), NAME, "privacy", PRIVACY, &window, errstr, errstr_size)))
         return rc;
     c->w_event = window;
-    if (c->w_event && c->method < DP_ADAPTIVE_BD)
-        return dp_err(errstr, errstr_size, DP_EINVAL,
-                      NAME ": privacy \"w_event\" is implemented for methods \"bd\" and \"ba\"; dsat and dsft are "
-                           "user-level over the horizon in this version");
     if (!c->w_event && c->method >= DP_ADAPTIVE_BD)
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": methods \"bd\" and \"ba\" are w-event mechanisms: "
                                                       "set \"privacy\": \"w_event\" and \"w\"");
@@ -117,11 +113,13 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     } else if (c->w_event) {
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"privacy\": \"w_event\" needs \"w\"");
     }
-    c->max_releases = c->horizon / 10 > 2 ? c->horizon / 10 : 2;
-    if (c->max_releases > c->horizon)
-        c->max_releases = c->horizon;
+    /* C: per horizon (user-level) or per window (w-event) */
+    uint64_t span = c->w_event ? c->w : c->horizon;
+    c->max_releases = span / 10 > 2 ? span / 10 : 2;
+    if (c->max_releases > span)
+        c->max_releases = span;
     if ((v = json_object_get(cfg, "max_releases")) &&
-        (rc = dp_cfg_uint(v, NAME, "max_releases", 1, c->horizon, &c->max_releases, errstr, errstr_size)))
+        (rc = dp_cfg_uint(v, NAME, "max_releases", 1, span, &c->max_releases, errstr, errstr_size)))
         return rc;
     if ((rc = unit_real(cfg, "decision_fraction", 0, 1, &c->decision_fraction, errstr, errstr_size)) ||
         (rc = unit_real(cfg, "threshold", 0, 2, &c->threshold, errstr, errstr_size)) ||
@@ -140,13 +138,14 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
         if (!json_is_boolean(v))
             return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unsafe_paper_variant must be true or false");
         c->unsafe_paper = json_is_true(v);
-        if (c->unsafe_paper && c->w_event)
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unsafe_paper_variant is for dsat and dsft");
+        if (c->unsafe_paper && (c->w_event || c->method >= DP_ADAPTIVE_BD))
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          NAME ": unsafe_paper_variant is for dsat and dsft under user-level privacy");
     }
     if ((v = json_object_get(cfg, "n_min"))) {
         if ((rc = dp_cfg_uint(v, NAME, "n_min", 1, (uint64_t)1 << 40, &c->n_min, errstr, errstr_size)))
             return rc;
-    } else if (!c->w_event) {
+    } else if (c->method < DP_ADAPTIVE_BD) {
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       NAME ": \"n_min\" is required: a public lower bound on the snapshot size (the distance's "
                            "sensitivity is 2/n_min)");

@@ -9,10 +9,12 @@
  *   method            "dsat" (default) | "dsft" | "bd" | "ba"
  *   epsilon           pure ε-DP (required)
  *   privacy           "user" (dsat, dsft: the whole series of a user's reports) |
- *                     "w_event" with "w" (bd, ba: any w consecutive steps; Kellaris et al. 2014)
+ *                     "w_event" with "w" (any w consecutive steps; Kellaris et al. 2014; bd and
+ *                     ba are w-event only, dsat and dsft either)
  *   w                 the window of w_event privacy
  *   horizon           N steps (required)
- *   max_releases      C (dsat, dsft; default max(2, N/10))
+ *   max_releases      C (dsat, dsft): per horizon (user) or per window (w_event); default
+ *                     max(2, N/10) or max(2, w/10)
  *   decision_fraction k: ε₁ = kε for the decisions, ε₂ = (1−k)ε for the releases (default 0.05)
  *   n_min             public lower bound on the snapshot size (dsat, dsft; required):
  *                     the distance's sensitivity is Δ = 2/n_min

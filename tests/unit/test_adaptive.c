@@ -88,8 +88,12 @@ static void test_config_errors(void)
     expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"method\": \"bd\"}", "w_event");
     expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"method\": \"bd\", \"privacy\": \"w_event\"}",
                    "\"w\"");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"privacy\": \"w_event\", \"w\": 3}",
+                   "n_min");
     expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"privacy\": \"w_event\", "
-                   "\"w\": 3}", "dsat and dsft");
+                   "\"w\": 3, \"unsafe_paper_variant\": true}", "user-level");
+    expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"privacy\": \"w_event\", "
+                   "\"w\": 3, \"max_releases\": 4}", "max_releases");
     expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"max_releases\": 11}",
                    "max_releases");
     expect_refused("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 5, \"decision_fraction\": 1}",
@@ -206,14 +210,19 @@ static void test_release_noise(void)
     json_decref(j);
 }
 
-/* BD and BA: the spends of any w consecutive steps (the budget events'
- * spent_step: tests and publications) stay within ε; the drifting stream
- * makes them publish more than once. */
+/* w-event BD, BA, DSAT and DSFT: the spends of any w consecutive steps (the
+ * budget events' spent_step) stay within ε — for DSAT/DSFT spent_step counts
+ * each new AboveThreshold instance's ε₁/(C+1) and each release's ε₂/C, and
+ * the window's first instance is counted by spent_total; DSAT/DSFT release
+ * at most C times in any window; the drifting stream makes all publish
+ * more than once. */
 static void test_window_budget(void)
 {
-    for (int method = 0; method < 2; method++) {
+    static const char *const METHODS[4] = {"bd", "ba", "dsat", "dsft"};
+    for (int method = 0; method < 4; method++) {
         json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 60, \"method\": \"%s\", "
-                             "\"privacy\": \"w_event\", \"w\": 8}", method ? "ba" : "bd");
+                             "\"privacy\": \"w_event\", \"w\": 8%s}", METHODS[method],
+                             method >= 2 ? ", \"n_min\": 2000, \"max_releases\": 3, \"decision_fraction\": 0.3" : "");
         dp_synth *s;
         dp_key key;
         char err[256];
@@ -221,13 +230,21 @@ static void test_window_budget(void)
         tk_sink k;
         tk_sink_init(&k);
         double spent[61] = {0};
-        int pubs = 0;
+        int pubs = 0, rel[61] = {0};
         for (int t = 1; t <= 60; t++) {
             run(s, &k, t, t, 3000, drifting);
             spent[t] = k.b_spent_step;
-            pubs += kv(&k, "released") == 1;
+            rel[t] = kv(&k, "released") == 1;
+            pubs += rel[t];
             CU_ASSERT(k.b_spent_total <= 1 + 1e-9);
         }
+        if (method >= 2)   /* dsat/dsft: at most C = 3 releases in any 8 steps */
+            for (int t = 1; t + 7 <= 60; t++) {
+                int r = 0;
+                for (int i = t; i < t + 8; i++)
+                    r += rel[i];
+                CU_ASSERT(r <= 3);
+            }
         double worst = 0;
         for (int t = 1; t + 7 <= 60; t++) {
             double w = 0;
@@ -235,7 +252,7 @@ static void test_window_budget(void)
                 w += spent[i];
             worst = w > worst ? w : worst;
         }
-        printf("\n    %s: %d publications, largest 8-step spend %.4f", method ? "ba" : "bd", pubs, worst);
+        printf("\n    %s: %d publications, largest 8-step spend %.4f", METHODS[method], pubs, worst);
         CU_ASSERT(worst <= 1 + 1e-9);
         CU_ASSERT(pubs >= 3);
         tk_sink_free(&k);
@@ -246,12 +263,14 @@ static void test_window_budget(void)
 
 static void run_bytes(const char *method, int key_i, int restore_at, dp_buf *out)
 {
-    json_t *j = cfg_text(!strcmp(method, "bd") || !strcmp(method, "ba")
-                             ? "{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", "
-                               "\"privacy\": \"w_event\", \"w\": 4}"
-                             : "{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", \"n_min\": 500,"
-                               " \"max_releases\": 4, \"decision_fraction\": 0.3}",
-                         method);
+    json_t *j = !strcmp(method, "bd") || !strcmp(method, "ba")
+                    ? cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", "
+                               "\"privacy\": \"w_event\", \"w\": 4}", method)
+                : !strcmp(method, "dsat-w")
+                    ? cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"n_min\": 500, \"privacy\": "
+                               "\"w_event\", \"w\": 4, \"max_releases\": 2, \"decision_fraction\": 0.3}")
+                    : cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", \"n_min\": 500,"
+                               " \"max_releases\": 4, \"decision_fraction\": 0.3}", method);
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -280,8 +299,8 @@ static void run_bytes(const char *method, int key_i, int restore_at, dp_buf *out
 
 static void test_determinism_and_restore(void)
 {
-    const char *methods[4] = {"dsat", "dsft", "bd", "ba"};
-    for (int mi = 0; mi < 4; mi++) {
+    const char *methods[5] = {"dsat", "dsft", "bd", "ba", "dsat-w"};
+    for (int mi = 0; mi < 5; mi++) {
         dp_buf a, b, c, d;
         dp_buf_init(&a);
         dp_buf_init(&b);
