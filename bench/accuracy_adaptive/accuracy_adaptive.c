@@ -9,7 +9,8 @@
  *
  *   bench_accuracy_adaptive --method M [--epsilon 1] [--w 20] [--key 1] [--users 5000]
  *                           [--steps 200] [--side 16] [--releases 20] [--n-min 4000]
- *                           [--test-fraction 0.5] (bd, ba)
+ *                           [--test-fraction 0.5] (bd, ba) [--w-event 1] (dsat, dsft: w-event,
+ *                           C = --releases per window)
  *                           [--truth FILE]   (write the true histograms as CSV and exit)
  *
  * The stream: `users` objects on a side × side grid (U = side² bins, row
@@ -38,6 +39,7 @@ typedef struct opts {
     double eps;
     int w, key, users, steps, side, releases, n_min;
     double test_fraction;
+    int w_event;   /* dsat, dsft under w-event privacy */
 } opts;
 
 /* the true histograms, steps × U, from the generator */
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--n-min")) o.n_min = atoi(v);
         else if (!strcmp(k, "--truth")) o.truth = v;
         else if (!strcmp(k, "--test-fraction")) o.test_fraction = atof(v);
+        else if (!strcmp(k, "--w-event")) o.w_event = atoi(v);
         else die("unknown option");
     }
     int U = o.side * o.side, T = o.steps;
@@ -160,12 +163,17 @@ int main(int argc, char **argv)
         }
     } else {
         int window = !strcmp(o.method, "bd") || !strcmp(o.method, "ba");
+        int svt_window = !window && o.w_event;
         json_t *cfg = window ? json_pack("{s:i, s:s, s:f, s:i, s:s, s:i, s:f}", "categories", U, "method", o.method,
                                          "epsilon", o.eps, "horizon", T, "privacy", "w_event", "w", o.w,
                                          "test_fraction", o.test_fraction)
-                             : json_pack("{s:i, s:s, s:f, s:i, s:i, s:i}", "categories", U, "method", o.method,
-                                         "epsilon", o.eps, "horizon", T, "max_releases", o.releases, "n_min",
-                                         o.n_min);
+                     : svt_window
+                         ? json_pack("{s:i, s:s, s:f, s:i, s:i, s:i, s:s, s:i}", "categories", U, "method", o.method,
+                                     "epsilon", o.eps, "horizon", T, "max_releases", o.releases, "n_min", o.n_min,
+                                     "privacy", "w_event", "w", o.w)
+                         : json_pack("{s:i, s:s, s:f, s:i, s:i, s:i}", "categories", U, "method", o.method,
+                                     "epsilon", o.eps, "horizon", T, "max_releases", o.releases, "n_min",
+                                     o.n_min);
         dp_synth_env env = {&key, "bench/adaptive", 14};
         dp_synth *s;
         if (dp_synth_create(&s, "adaptive", cfg, &env, err, sizeof err) != DP_OK)

@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--w", type=int, default=20)
     ap.add_argument("--peer", default=None)
     ap.add_argument("--peer-iters", type=int, default=20)
+    ap.add_argument("--ws", default="10,20,40,80", help="the w sweep at eps 1 (w-event DSAT, BD, BA)")
     a = ap.parse_args()
     U = 256
     java_split = f"{a.w / U:.6f}"
@@ -72,6 +73,29 @@ def main():
                       f" MAE {mae:.3f} ARE {are:.4f}  |  ours {ourm}{' (user-level)' if ourm == 'dsat' else ''}"
                       f" MAE {statistics.mean(x[0] for x in o):.3f} ARE {statistics.mean(x[1] for x in o):.4f}",
                       flush=True)
+    sweep_w(a, truth)
+
+
+def sweep_w(a, truth):
+    """ε = 1, w-event: our DSAT (C = max(2, w/10) per window), BD and BA with the Java's test split, and theirs."""
+    print("\nvs w at eps 1, w-event (tests w/U for BD, BA) | MAE (ARE), mean over keys | streamdp-benchmark MAE (ARE)")
+    for w in [int(x) for x in a.ws.split(",")]:
+        C = str(max(2, w // 10))
+        split = f"{w / 256:.6f}"
+        line = [f"w {w}"]
+        for method, extra in (("dsat", ("--w-event", "1", "--releases", C)), ("bd", ("--test-fraction", split)),
+                              ("ba", ("--test-fraction", split))):
+            b = argparse.Namespace(**vars(a))
+            b.w = w
+            r = [ours(b, method, 1.0, k, extra) for k in range(1, a.keys + 1)]
+            line.append(f"{method} {statistics.mean(x[0] for x in r):.3f} ({statistics.mean(x[1] for x in r):.3f})")
+        if a.peer:
+            b = argparse.Namespace(**vars(a))
+            b.w = w
+            for mech in ("DSAT", "BD", "BA"):
+                mae, are = peer(b, truth, mech, 1.0)
+                line.append(f"their {mech} {mae:.3f} ({are:.3f})")
+        print(" | ".join(line), flush=True)
 
 
 if __name__ == "__main__":

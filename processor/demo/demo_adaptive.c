@@ -94,11 +94,7 @@ static int on_manifest(void *ctx, const dp_release_manifest *m)
 static int on_budget(void *ctx, const dp_budget_event *e)
 {
     dp_demo_modes *d = ctx;
-    d->budget_step = e->step;
-    d->spent_total = e->spent_total;
-    d->budget_total = e->budget_total;
-    d->exhausted = e->status == DP_BUDGET_EXHAUSTED;
-    snprintf(d->mechanism, sizeof d->mechanism, "%s", e->mechanism ? e->mechanism : "");
+    dp_demo_ledger_take(&d->ledger, e);
     return DP_OK;
 }
 
@@ -133,6 +129,5 @@ void dp_demo_modes_print(FILE *f, const dp_demo_modes *d)
                "when the private decision says the data moved (at most 4 releases); true/released per mode:\n",
             DP_DEMO_COMMUTERS);
     fwrite(d->lines.data, 1, d->lines.len, f);
-    fprintf(f, "  ledger: %s, spent eps %.4g of %.4g%s — per commuter over all months\n", d->mechanism,
-            d->spent_total, d->budget_total, d->exhausted ? " (EXHAUSTED)" : "");
+    dp_demo_ledger_print(f, &d->ledger, "per commuter over all months");
 }

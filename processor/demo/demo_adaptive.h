@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "core/buf.h"
+#include "demo/demo_ledger.h"
 #include "demo/demo_longitudinal.h"
 #include "synth/synth.h"
 
@@ -25,10 +26,8 @@ typedef struct dp_demo_modes {
     int64_t  truth[DP_DEMO_MODES];
     double   released[DP_DEMO_MODES];   /* the release in force */
     int      new_release, bad;
-    uint64_t repeat_of, budget_step;
-    double   spent_total, budget_total;
-    int      exhausted;
-    char     mechanism[64];
+    uint64_t repeat_of;
+    dp_demo_ledger ledger;
     dp_buf   lines;
 } dp_demo_modes;
 

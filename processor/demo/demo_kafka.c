@@ -69,13 +69,13 @@ static int on_budget(void *ctx, const dp_budget_event *e)
             return r->cum.budget(r->cum.ctx, e);
         }
     } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_TABLE_STREAM)) {
-        if (e->step >= r->tab->budget_step)
+        if (e->step >= r->tab->ledger.budget_step)
             return r->tbl.budget(r->tbl.ctx, e);
     } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_MAP_STREAM)) {
-        if (e->step >= r->map->budget_step)
+        if (e->step >= r->map->ledger.budget_step)
             return r->mp.budget(r->mp.ctx, e);
     } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_MODES_STREAM)) {
-        if (e->step >= r->modes->budget_step)
+        if (e->step >= r->modes->ledger.budget_step)
             return r->md.budget(r->md.ctx, e);
     }
     return DP_OK;
@@ -207,8 +207,8 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
                  dp_export_asm_released(as, DP_DEMO_TABLE_STREAM, sizeof DP_DEMO_TABLE_STREAM - 1, t) &&
                  dp_export_asm_released(as, DP_DEMO_MAP_STREAM, sizeof DP_DEMO_MAP_STREAM - 1, t) &&
                  dp_export_asm_released(as, DP_DEMO_MODES_STREAM, sizeof DP_DEMO_MODES_STREAM - 1, t) &&
-                 r.win_budget_step >= t && r.cum_budget_step >= t && tab.budget_step >= t && mp.budget_step >= t &&
-                 md.budget_step >= t)) {
+                 r.win_budget_step >= t && r.cum_budget_step >= t && tab.ledger.budget_step >= t && mp.ledger.budget_step >= t &&
+                 md.ledger.budget_step >= t)) {
             if (!dp_mock_processor_running(h)) {
                 rc = dp_mock_processor_stop(h, errstr, errn);
                 if (rc == DP_OK)

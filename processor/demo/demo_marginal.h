@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "core/buf.h"
+#include "demo/demo_ledger.h"
 #include "demo/demo_longitudinal.h"
 #include "synth/synth.h"
 
@@ -29,10 +30,7 @@ typedef struct dp_demo_table {
     double    syn[DP_DEMO_TABLE_CELLS];  /* the release being received */
     uint64_t  syn_rows;
     int       bad;                       /* a release not in the documented format */
-    uint64_t  budget_step;
-    double    spent_total, budget_total;
-    int       exhausted;
-    char      mechanism[64];
+    dp_demo_ledger ledger;
     int       selected[4];
     dp_buf    lines;                     /* one text line per released month */
 } dp_demo_table;

@@ -159,11 +159,7 @@ static int on_manifest(void *ctx, const dp_release_manifest *m)
 static int on_budget(void *ctx, const dp_budget_event *e)
 {
     dp_demo_map *d = ctx;
-    d->budget_step = e->step;
-    d->spent_total = e->spent_total;
-    d->budget_total = e->budget_total;
-    d->exhausted = e->status == DP_BUDGET_EXHAUSTED;
-    snprintf(d->mechanism, sizeof d->mechanism, "%s", e->mechanism ? e->mechanism : "");
+    dp_demo_ledger_take(&d->ledger, e);
     return DP_OK;
 }
 
@@ -197,6 +193,5 @@ void dp_demo_map_print(FILE *f, const dp_demo_map *d)
                "town; shown are true/synthetic counts in four public rectangles:\n",
             DP_DEMO_MAP_INSERTS, DP_DEMO_MAP_DELETES);
     fwrite(d->lines.data, 1, d->lines.len, f);
-    fprintf(f, "  ledger: %s, spent eps %.4g of %.4g%s — per check-in event (parallel over months)\n",
-            d->mechanism, d->spent_total, d->budget_total, d->exhausted ? " (EXHAUSTED)" : "");
+    dp_demo_ledger_print(f, &d->ledger, "per check-in event (parallel over months)");
 }

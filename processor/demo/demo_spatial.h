@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "core/buf.h"
+#include "demo/demo_ledger.h"
 #include "demo/demo_longitudinal.h"
 #include "synth/synth.h"
 
@@ -31,10 +32,7 @@ typedef struct dp_demo_map {
     uint64_t  syn_points;
     double    leaves, depth;
     int       bad;
-    uint64_t  budget_step;
-    double    spent_total, budget_total;
-    int       exhausted;
-    char      mechanism[64];
+    dp_demo_ledger ledger;
     dp_buf    lines;
 } dp_demo_map;
 

@@ -41,19 +41,12 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     c->delta_sp = 0.05;
     c->burn_in = 2;
     c->test_fraction = 0.5;
-    if (!json_is_object(cfg))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
-    const char *key;
+    int rc = dp_cfg_check_object(cfg, NAME, KEYS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
     json_t *v;
-    json_object_foreach((json_t *)cfg, key, v) {
-        if (!dp_cfg_key_known(key, KEYS))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unknown config key \"%s\"", key);
-    }
-    int rc;
     uint64_t u;
     double unused;
-    if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), NAME)))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
     if ((v = json_object_get(cfg, "delta")) && (rc = dp_cfg_real(v, NAME, "delta", &unused, errstr, errstr_size)))
         return rc;
     const json_t *attrs = json_object_get(cfg, "attributes");

@@ -142,3 +142,19 @@ int dp_cfg_attributes(const json_t *v, const char *name, uint32_t max_attrs, uin
     }
     return DP_OK;
 }
+
+int dp_cfg_check_object(const json_t *cfg, const char *name, const char *const *keys, char *errstr,
+                        size_t errstr_size)
+{
+    if (!json_is_object(cfg))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: config must be a JSON object", name);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        if (!dp_cfg_key_known(key, keys))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: unknown config key \"%s\"", name, key);
+    }
+    if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), name)))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: config \"synthesizer\" names another synthesizer", name);
+    return DP_OK;
+}

@@ -21,6 +21,11 @@ int dp_cfg_real(const json_t *v, const char *name, const char *what, double *out
  * its index; absent: *out unchanged. */
 int dp_cfg_choice(const json_t *v, const char *name, const char *what, const char *const *names, int *out,
                   char *errstr, size_t errstr_size);
+/* The checks every synthesizer config starts with: a JSON object, every
+ * key in `keys` (NULL-terminated), and "synthesizer", if present, naming
+ * `name`. */
+int dp_cfg_check_object(const json_t *cfg, const char *name, const char *const *keys, char *errstr,
+                        size_t errstr_size);
 /* 1 if k is in the NULL-terminated list. */
 int dp_cfg_key_known(const char *k, const char *const *keys);
 

@@ -146,18 +146,11 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
     c->delta = 1e-6;
     c->max_model_cells = (uint64_t)1 << 20;
     c->max_release_rows = 100000000;
-    if (!json_is_object(cfg))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
-    const char *key;
+    int rc = dp_cfg_check_object(cfg, NAME, KEYS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
     json_t *v;
-    json_object_foreach((json_t *)cfg, key, v) {
-        if (!dp_cfg_key_known(key, KEYS))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unknown config key \"%s\"", key);
-    }
-    int rc;
     uint64_t u;
-    if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), NAME)))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
     if (!(v = json_object_get(cfg, "attributes")))
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"attributes\" is required");
     if ((rc = parse_attributes(c, v, errstr, errstr_size)) != DP_OK ||

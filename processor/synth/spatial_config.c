@@ -49,18 +49,11 @@ int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errst
     c->max_nodes = 1u << 22;
     c->max_release_points = 10000000;
     c->event_level = 1;
-    if (!json_is_object(cfg))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config must be a JSON object");
-    const char *key;
+    int rc = dp_cfg_check_object(cfg, NAME, KEYS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
     json_t *v;
-    json_object_foreach((json_t *)cfg, key, v) {
-        if (!dp_cfg_key_known(key, KEYS))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unknown config key \"%s\"", key);
-    }
-    int rc;
     uint64_t u;
-    if ((v = json_object_get(cfg, "synthesizer")) && (!json_is_string(v) || strcmp(json_string_value(v), NAME)))
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": config \"synthesizer\" names another synthesizer");
     /* "delta": the stream file's δ for zCDP conversions, set on every
      * stream; spatial is pure ε-DP (δ = 0), so it is checked and unused. */
     double delta_unused;
