@@ -191,4 +191,65 @@ static inline dp_update tk_update(uint64_t step, const char *id, size_t id_len, 
     return u;
 }
 
+/* Sharded ingest merged = the bundle, byte for byte: `steps` steps of
+ * `per_step` updates from make(ctx, t, i, &u) (entity ids must be set; the
+ * update's pointers may borrow from ctx until the next call) go to one
+ * dp_synth and, by entity, to three ingest halves whose statistics are
+ * merged into one release half.  Returns the bundle's record count. */
+typedef dp_update (*tk_make_update)(void *ctx, int t, int i);
+
+static inline int tk_shard_of(const dp_update *u)
+{
+    return u->entity_id_len ? (u->entity_id[0] + u->entity_id[u->entity_id_len - 1]) % 3 : 0;
+}
+
+static inline uint64_t tk_check_shards(const char *name, const json_t *cfg, const dp_synth_env *env, int steps,
+                                       int per_step, tk_make_update make, void *ctx)
+{
+    char err[256];
+    dp_reject_reason why, why2;
+    dp_synth *s;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, name, cfg, env, err, sizeof err), DP_OK);
+    tk_sink a, b;
+    tk_sink_init(&a);
+    tk_sink_init(&b);
+    dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
+    const dp_synth_ops *ops = dp_synth_ops_find(name);
+    dp_ingest_half *in[3];
+    dp_release_half *rel;
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], cfg, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, cfg, env, err, sizeof err), DP_OK);
+    dp_stats part, merged;
+    dp_stats_init(&part, 1);
+    dp_stats_init(&merged, 1);
+    for (int t = 1; t <= steps; t++) {
+        for (int i = 0; i < per_step; i++) {
+            dp_update u = make(ctx, t, i);
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+            CU_ASSERT_EQUAL(ops->ingest_update(in[tk_shard_of(&u)], &u, &why2), DP_OK);
+            CU_ASSERT_EQUAL(why, why2);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
+        dp_stats_clear(&merged, (uint64_t)t);
+        for (int i = 2; i >= 0; i--) {
+            dp_stats_clear(&part, (uint64_t)t);
+            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
+            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
+    }
+    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
+    uint64_t records = a.records;
+    for (int i = 0; i < 3; i++)
+        ops->ingest_destroy(in[i]);
+    ops->release_destroy(rel);
+    dp_stats_free(&part);
+    dp_stats_free(&merged);
+    tk_sink_free(&a);
+    tk_sink_free(&b);
+    dp_synth_destroy(s);
+    return records;
+}
+
 #endif

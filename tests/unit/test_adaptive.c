@@ -581,7 +581,15 @@ static void test_tuples_and_attributes(void)
     json_decref(j);
 }
 
-static int shard_of(const char *e) { return (e[0] + e[strlen(e) - 1]) % 3; }
+
+typedef struct shard_ctx { char id[24]; } shard_ctx;
+
+static dp_update shard_update(void *ctx, int t, int u)
+{
+    shard_ctx *c = ctx;
+    snprintf(c->id, sizeof c->id, "user-%d", u);
+    return tk_update((uint64_t)t, c->id, strlen(c->id), drifting(u, t * 10));
+}
 
 static void test_shards_merge(void)
 {
@@ -590,50 +598,8 @@ static void test_shards_merge(void)
     dp_key key;
     dptest_key(&key, 8);
     dp_synth_env env = {&key, "ad/1", 4};
-    char err[256], id[24];
-    dp_synth *s;
-    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "adaptive", j, &env, err, sizeof err), DP_OK);
-    tk_sink a, b;
-    tk_sink_init(&a);
-    tk_sink_init(&b);
-    dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
-    const dp_synth_ops *ops = dp_synth_ops_find("adaptive");
-    dp_ingest_half *in[3];
-    dp_release_half *rel;
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], j, err, sizeof err), DP_OK);
-    CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, j, &env, err, sizeof err), DP_OK);
-    dp_stats part, merged;
-    dp_stats_init(&part, 1);
-    dp_stats_init(&merged, 1);
-    for (int t = 1; t <= 6; t++) {
-        for (int u = 0; u < 500; u++) {
-            snprintf(id, sizeof id, "user-%d", u);
-            dp_update up = tk_update((uint64_t)t, id, strlen(id), drifting(u, t * 10));
-            dp_reject_reason w1, w2;
-            CU_ASSERT_EQUAL(dp_synth_ingest(s, &up, &w1), DP_OK);
-            CU_ASSERT_EQUAL(ops->ingest_update(in[shard_of(id)], &up, &w2), DP_OK);
-            CU_ASSERT_EQUAL(w1, w2);
-        }
-        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
-        dp_stats_clear(&merged, (uint64_t)t);
-        for (int i = 2; i >= 0; i--) {
-            dp_stats_clear(&part, (uint64_t)t);
-            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
-            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
-        }
-        CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
-    }
-    CU_ASSERT(a.records > 400);
-    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
-    for (int i = 0; i < 3; i++)
-        ops->ingest_destroy(in[i]);
-    ops->release_destroy(rel);
-    dp_stats_free(&part);
-    dp_stats_free(&merged);
-    tk_sink_free(&a);
-    tk_sink_free(&b);
-    dp_synth_destroy(s);
+    shard_ctx c;
+    CU_ASSERT(tk_check_shards("adaptive", j, &env, 6, 500, shard_update, &c) > 400);
     json_decref(j);
 }
 

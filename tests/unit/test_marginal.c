@@ -410,7 +410,16 @@ static void test_delete_heavy(void)
     }
 }
 
-static int shard_of(const char *e) { return (e[0] + e[strlen(e) - 1]) % 3; }
+
+typedef struct shard_ctx { char id[32]; int32_t r[3]; } shard_ctx;
+
+static dp_update shard_update(void *ctx, int t, int i)
+{
+    shard_ctx *c = ctx;
+    snprintf(c->id, sizeof c->id, "user-%d", i % 97);
+    make_row((uint64_t)(t * 1000 + i), c->r);
+    return row_update((uint64_t)t, DP_UPDATE_INSERT, c->r, 3, c->id);
+}
 
 static void test_shards_merge(void)
 {
@@ -418,53 +427,8 @@ static void test_shards_merge(void)
     dp_key key;
     dptest_key(&key, 8);
     dp_synth_env env = {&key, "m/1", 3};
-    char err[256], id[32];
-    int32_t r[3];
-    dp_reject_reason why;
-    dp_synth *s;
-    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "marginal", j, &env, err, sizeof err), DP_OK);
-    tk_sink a, b;
-    tk_sink_init(&a);
-    tk_sink_init(&b);
-    dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
-    const dp_synth_ops *ops = dp_synth_ops_find("marginal");
-    dp_ingest_half *in[3];
-    dp_release_half *rel;
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], j, err, sizeof err), DP_OK);
-    CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, j, &env, err, sizeof err), DP_OK);
-    dp_stats part, merged;
-    dp_stats_init(&part, 1);
-    dp_stats_init(&merged, 1);
-    for (int t = 1; t <= 4; t++) {
-        for (int i = 0; i < 400; i++) {
-            snprintf(id, sizeof id, "user-%d", i % 97);
-            make_row((uint64_t)(t * 1000 + i), r);
-            dp_update u = row_update((uint64_t)t, DP_UPDATE_INSERT, r, 3, id);
-            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
-            CU_ASSERT_EQUAL(ops->ingest_update(in[shard_of(id)], &u, &why), DP_OK);
-            CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
-        }
-        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
-        dp_stats_clear(&merged, (uint64_t)t);
-        for (int i = 2; i >= 0; i--) {
-            dp_stats_clear(&part, (uint64_t)t);
-            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
-            CU_ASSERT(part.n_cells > 0);
-            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
-        }
-        CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
-    }
-    CU_ASSERT(a.records > 1000);
-    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
-    for (int i = 0; i < 3; i++)
-        ops->ingest_destroy(in[i]);
-    ops->release_destroy(rel);
-    dp_stats_free(&part);
-    dp_stats_free(&merged);
-    tk_sink_free(&a);
-    tk_sink_free(&b);
-    dp_synth_destroy(s);
+    shard_ctx c;
+    CU_ASSERT(tk_check_shards("marginal", j, &env, 4, 400, shard_update, &c) > 1000);
     json_decref(j);
 }
 

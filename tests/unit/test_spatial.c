@@ -570,7 +570,19 @@ static void test_delta_output(void)
     json_decref(jd);
 }
 
-static int shard_of(const char *e) { return (e[0] + e[strlen(e) - 1]) % 3; }
+
+typedef struct shard_ctx { char id[32]; double x[2]; } shard_ctx;
+
+/* 600 updates a step by 97 users; from step 2 every fifth deletes one of
+ * that user's earlier points. */
+static dp_update shard_update(void *ctx, int t, int i)
+{
+    shard_ctx *c = ctx;
+    snprintf(c->id, sizeof c->id, "user-%d", i % 97);
+    int del = i % 5 == 4 && t > 1;
+    make_point((uint64_t)((del ? t - 1 : t) * 1000 + i), c->x);
+    return pt_update((uint64_t)t, del ? DP_UPDATE_DELETE : DP_UPDATE_INSERT, c->x, 2, c->id);
+}
 
 static void test_shards_merge(void)
 {
@@ -578,55 +590,8 @@ static void test_shards_merge(void)
     dp_key key;
     dptest_key(&key, 8);
     dp_synth_env env = {&key, "sp/1", 4};
-    char err[256], id[32];
-    double x[2];
-    dp_reject_reason why;
-    dp_synth *s;
-    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "spatial", j, &env, err, sizeof err), DP_OK);
-    tk_sink a, b;
-    tk_sink_init(&a);
-    tk_sink_init(&b);
-    dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
-    const dp_synth_ops *ops = dp_synth_ops_find("spatial");
-    dp_ingest_half *in[3];
-    dp_release_half *rel;
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], j, err, sizeof err), DP_OK);
-    CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, j, &env, err, sizeof err), DP_OK);
-    dp_stats part, merged;
-    dp_stats_init(&part, 1);
-    dp_stats_init(&merged, 1);
-    for (int t = 1; t <= 4; t++) {
-        for (int i = 0; i < 600; i++) {
-            snprintf(id, sizeof id, "user-%d", i % 97);
-            make_point((uint64_t)(t * 1000 + i), x);
-            dp_update u = pt_update((uint64_t)t, i % 5 == 4 && t > 1 ? DP_UPDATE_DELETE : DP_UPDATE_INSERT, x, 2, id);
-            if (u.kind == DP_UPDATE_DELETE)   /* delete one of this user's earlier points */
-                make_point((uint64_t)((t - 1) * 1000 + i), x);
-            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
-            dp_reject_reason why2;
-            CU_ASSERT_EQUAL(ops->ingest_update(in[shard_of(id)], &u, &why2), DP_OK);
-            CU_ASSERT_EQUAL(why, why2);
-        }
-        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
-        dp_stats_clear(&merged, (uint64_t)t);
-        for (int i = 2; i >= 0; i--) {
-            dp_stats_clear(&part, (uint64_t)t);
-            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
-            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
-        }
-        CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
-    }
-    CU_ASSERT(a.records > 1000);
-    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
-    for (int i = 0; i < 3; i++)
-        ops->ingest_destroy(in[i]);
-    ops->release_destroy(rel);
-    dp_stats_free(&part);
-    dp_stats_free(&merged);
-    tk_sink_free(&a);
-    tk_sink_free(&b);
-    dp_synth_destroy(s);
+    shard_ctx c;
+    CU_ASSERT(tk_check_shards("spatial", j, &env, 4, 600, shard_update, &c) > 1000);
     json_decref(j);
 }
 
