@@ -12,6 +12,10 @@
  *                           [--test-fraction 0.5] (bd, ba) [--w-event 1] (dsat, dsft: w-event,
  *                           C = --releases per window)
  *                           [--truth FILE]   (write the true histograms as CSV and exit)
+ *                           [--truth-in FILE] (instead of the grid: histograms from a CSV — e.g.
+ *                           census.py's — turned into INSERT/DELETE updates: a bin's count going up
+ *                           inserts tuples of new entities, going down deletes its latest ones)
+ *                           [--threshold T] (dsat, dsft)
  *
  * The stream: `users` objects on a side × side grid (U = side² bins, row
  * major); each step an object moves to a random neighbouring cell with a
@@ -35,12 +39,44 @@
 static void die(const char *m) { fprintf(stderr, "bench_accuracy_adaptive: %s\n", m); exit(2); }
 
 typedef struct opts {
-    const char *method, *truth;
+    const char *method, *truth, *truth_in;
     double eps;
     int w, key, users, steps, side, releases, n_min;
-    double test_fraction;
+    double test_fraction, threshold;
     int w_event;   /* dsat, dsft under w-event privacy */
 } opts;
+
+/* Histograms from a CSV (one line per step, the same number of bins on each). */
+static int64_t *read_truth(const char *path, int *U, int *T)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("cannot read the --truth-in file");
+    size_t cap = 1 << 16, n = 0;
+    int64_t *h = malloc(cap * sizeof *h);
+    int bins = 0, lines = 0, col = 0;
+    long long v;
+    int ch;
+    while (fscanf(f, "%lld", &v) == 1) {
+        if (n == cap && !(h = realloc(h, (cap *= 2) * sizeof *h)))
+            die("out of memory");
+        h[n++] = v;
+        col++;
+        ch = fgetc(f);
+        if (ch == '\n' || ch == EOF) {
+            if (lines == 0)
+                bins = col;
+            else if (col != bins)
+                die("--truth-in: lines of different lengths");
+            lines++;
+            col = 0;
+        }
+    }
+    fclose(f);
+    *U = bins;
+    *T = lines;
+    return h;
+}
 
 /* the true histograms, steps × U, from the generator */
 static int64_t *generate(const opts *o)
@@ -104,7 +140,7 @@ static int on_manifest(void *ctx, const dp_release_manifest *m)
 int main(int argc, char **argv)
 {
     opts o = {.method = "dsat", .eps = 1, .w = 20, .key = 1, .users = 5000, .steps = 200, .side = 16,
-              .releases = 20, .n_min = 4000, .test_fraction = 0.5};
+              .releases = 20, .n_min = 4000, .test_fraction = 0.5, .threshold = 0.025};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--method")) o.method = v;
@@ -117,12 +153,14 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--releases")) o.releases = atoi(v);
         else if (!strcmp(k, "--n-min")) o.n_min = atoi(v);
         else if (!strcmp(k, "--truth")) o.truth = v;
+        else if (!strcmp(k, "--truth-in")) o.truth_in = v;
+        else if (!strcmp(k, "--threshold")) o.threshold = atof(v);
         else if (!strcmp(k, "--test-fraction")) o.test_fraction = atof(v);
         else if (!strcmp(k, "--w-event")) o.w_event = atoi(v);
         else die("unknown option");
     }
     int U = o.side * o.side, T = o.steps;
-    int64_t *h = generate(&o);
+    int64_t *h = o.truth_in ? read_truth(o.truth_in, &U, &T) : generate(&o);
     if (o.truth) {
         FILE *f = fopen(o.truth, "w");
         if (!f)
@@ -168,12 +206,12 @@ int main(int argc, char **argv)
                                          "epsilon", o.eps, "horizon", T, "privacy", "w_event", "w", o.w,
                                          "test_fraction", o.test_fraction)
                      : svt_window
-                         ? json_pack("{s:i, s:s, s:f, s:i, s:i, s:i, s:s, s:i}", "categories", U, "method", o.method,
-                                     "epsilon", o.eps, "horizon", T, "max_releases", o.releases, "n_min", o.n_min,
-                                     "privacy", "w_event", "w", o.w)
-                         : json_pack("{s:i, s:s, s:f, s:i, s:i, s:i}", "categories", U, "method", o.method,
+                         ? json_pack("{s:i, s:s, s:f, s:i, s:i, s:i, s:s, s:i, s:f}", "categories", U, "method",
+                                     o.method, "epsilon", o.eps, "horizon", T, "max_releases", o.releases, "n_min",
+                                     o.n_min, "privacy", "w_event", "w", o.w, "threshold", o.threshold)
+                         : json_pack("{s:i, s:s, s:f, s:i, s:i, s:i, s:f}", "categories", U, "method", o.method,
                                      "epsilon", o.eps, "horizon", T, "max_releases", o.releases, "n_min",
-                                     o.n_min);
+                                     o.n_min, "threshold", o.threshold);
         dp_synth_env env = {&key, "bench/adaptive", 14};
         dp_synth *s;
         if (dp_synth_create(&s, "adaptive", cfg, &env, err, sizeof err) != DP_OK)
@@ -182,22 +220,48 @@ int main(int argc, char **argv)
         dp_release_sink sink = {&c, NULL, on_manifest, NULL};
         char id[24];
         int *val = malloc(o.users * sizeof *val);
+        /* --truth-in: per bin, a stack of its present entities (ids n<k>) */
+        int64_t **stack = calloc(U, sizeof *stack), *depth = calloc(U, sizeof *depth), next = 0;
         for (int t = 0; t < T; t++) {
-            /* rebuild the users' cells from the histogram: user u holds the u-th unit of the counts */
-            int u = 0;
-            for (int b = 0; b < U; b++)
-                for (int64_t k = 0; k < h[(size_t)t * U + b]; k++)
-                    val[u++] = b;
             struct timespec a, z;
             clock_gettime(CLOCK_MONOTONIC, &a);
-            for (u = 0; u < o.users; u++) {
-                snprintf(id, sizeof id, "o%d", u);
-                dp_update up = {.stream_id = "bench/adaptive", .stream_id_len = 14, .step = (uint64_t)t + 1,
-                                .kind = DP_UPDATE_REPORT, .entity_id = id, .entity_id_len = strlen(id),
-                                .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = val[u]}};
-                dp_reject_reason why;
-                if (dp_synth_ingest(s, &up, &why) != DP_OK || why != DP_REJECT_NONE)
-                    die("a report was rejected");
+            if (o.truth_in) {
+                for (int b = 0; b < U; b++) {
+                    int64_t want = h[(size_t)t * U + b];
+                    if (want > depth[b] && !(stack[b] = realloc(stack[b], (size_t)want * sizeof **stack)))
+                        die("out of memory");
+                    while (depth[b] != want) {
+                        int ins = want > depth[b];
+                        int64_t e = ins ? next++ : stack[b][depth[b] - 1];
+                        snprintf(id, sizeof id, "n%lld", (long long)e);
+                        dp_update up = {.stream_id = "bench/adaptive", .stream_id_len = 14, .step = (uint64_t)t + 1,
+                                        .kind = ins ? DP_UPDATE_INSERT : DP_UPDATE_DELETE, .entity_id = id,
+                                        .entity_id_len = strlen(id),
+                                        .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = b}};
+                        dp_reject_reason why;
+                        if (dp_synth_ingest(s, &up, &why) != DP_OK || why != DP_REJECT_NONE)
+                            die("an update was rejected");
+                        if (ins)
+                            stack[b][depth[b]++] = e;
+                        else
+                            depth[b]--;
+                    }
+                }
+            } else {
+                /* rebuild the users' cells from the histogram: user u holds the u-th unit of the counts */
+                int u = 0;
+                for (int b = 0; b < U; b++)
+                    for (int64_t k = 0; k < h[(size_t)t * U + b]; k++)
+                        val[u++] = b;
+                for (u = 0; u < o.users; u++) {
+                    snprintf(id, sizeof id, "o%d", u);
+                    dp_update up = {.stream_id = "bench/adaptive", .stream_id_len = 14, .step = (uint64_t)t + 1,
+                                    .kind = DP_UPDATE_REPORT, .entity_id = id, .entity_id_len = strlen(id),
+                                    .payload = {.kind = DP_PAYLOAD_CATEGORY, .category = val[u]}};
+                    dp_reject_reason why;
+                    if (dp_synth_ingest(s, &up, &why) != DP_OK || why != DP_REJECT_NONE)
+                        die("a report was rejected");
+                }
             }
             if (dp_synth_close_step(s, &sink, err, sizeof err) != DP_OK)
                 die(err);
@@ -206,6 +270,10 @@ int main(int argc, char **argv)
             releases += c.released;
             memcpy(est + (size_t)t * U, cur, U * sizeof *cur);
         }
+        for (int b = 0; b < U; b++)
+            free(stack[b]);
+        free(stack);
+        free(depth);
         free(val);
         dp_synth_destroy(s);
         json_decref(cfg);

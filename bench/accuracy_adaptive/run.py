@@ -19,6 +19,7 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 
 
@@ -46,6 +47,8 @@ def main():
     ap.add_argument("--peer", default=None)
     ap.add_argument("--peer-iters", type=int, default=20)
     ap.add_argument("--ws", default="10,20,40,80", help="the w sweep at eps 1 (w-event DSAT, BD, BA)")
+    ap.add_argument("--adult", default=None, help="connectors/adult output (--attributes age,occupation,sex): "
+                                                  "also run the census-like churn stream (census.py)")
     a = ap.parse_args()
     U = 256
     java_split = f"{a.w / U:.6f}"
@@ -74,6 +77,8 @@ def main():
                       f" MAE {statistics.mean(x[0] for x in o):.3f} ARE {statistics.mean(x[1] for x in o):.4f}",
                       flush=True)
     sweep_w(a, truth)
+    if a.adult:
+        census(a)
 
 
 def sweep_w(a, truth):
@@ -96,6 +101,29 @@ def sweep_w(a, truth):
                 mae, are = peer(b, truth, mech, 1.0)
                 line.append(f"their {mech} {mae:.3f} ({are:.3f})")
         print(" | ".join(line), flush=True)
+
+
+def census(a):
+    """The census-like churn stream (census.py): DSAT, DSFT at three T, fixed, BD, BA at ε = 1, and theirs."""
+    truth = os.path.join(tempfile.mkdtemp(), "census.csv")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "census.py"), "--adult", a.adult,
+                    "--out", truth], check=True)
+    U = len(open(truth).readline().split(","))
+    print(f"\ncensus-like churn stream (Adult, {U} bins, 200 steps, INSERT/DELETE), eps 1 | MAE | ARE | range | "
+          f"releases")
+    split = f"{a.w / U:.6f}"
+    runs = [("dsat", ()), ("dsft", ("--threshold", "0.01")), ("dsft", ("--threshold", "0.025")),
+            ("dsft", ("--threshold", "0.1")), ("fixed", ()), ("bd", ("--test-fraction", split)),
+            ("ba", ("--test-fraction", split))]
+    for method, extra in runs:
+        r = [ours(a, method, 1.0, k, ("--truth-in", truth, "--n-min", "5000") + extra) for k in range(1, a.keys + 1)]
+        label = method + (f" T={extra[1]}" if method == "dsft" else "")
+        print(f"{label} | " + " | ".join(f"{statistics.mean(x[i] for x in r):.3f}" for i in range(3)) +
+              f" | {statistics.mean(x[3] for x in r):.1f}", flush=True)
+    if a.peer:
+        for mech in ("DSAT", "BD", "BA"):
+            mae, are = peer(a, truth, mech, 1.0)
+            print(f"  streamdp-benchmark {mech} (w-event w={a.w}): MAE {mae:.3f} ARE {are:.4f}", flush=True)
 
 
 if __name__ == "__main__":
