@@ -51,7 +51,7 @@ def main():
                                                   "also run the census-like churn stream (census.py)")
     a = ap.parse_args()
     U = 256
-    java_split = f"{a.w / U:.6f}"
+    java_split = f"{min(a.w / U, 0.5):.6f}"   # the Java's: w·ε/U for the tests, ε/2 when that leaves < ε/2
     truth = os.path.join(tempfile.mkdtemp(), "truth.csv")
     subprocess.run([a.bin, "--truth", truth], check=True)
     print("method eps | MAE | ARE | range-query error | releases | time/step (mean [min-max] over keys)")
@@ -86,7 +86,7 @@ def sweep_w(a, truth):
     print("\nvs w at eps 1, w-event (tests w/U for BD, BA) | MAE (ARE), mean over keys | streamdp-benchmark MAE (ARE)")
     for w in [int(x) for x in a.ws.split(",")]:
         C = str(max(2, w // 10))
-        split = f"{w / 256:.6f}"
+        split = f"{min(w / 256, 0.5):.6f}"
         line = [f"w {w}"]
         for method, extra in (("dsat", ("--w-event", "1", "--releases", C)), ("bd", ("--test-fraction", split)),
                               ("ba", ("--test-fraction", split))):
@@ -111,13 +111,14 @@ def census(a):
     U = len(open(truth).readline().split(","))
     print(f"\ncensus-like churn stream (Adult, {U} bins, 200 steps, INSERT/DELETE), eps 1 | MAE | ARE | range | "
           f"releases")
-    split = f"{a.w / U:.6f}"
-    runs = [("dsat", ()), ("dsft", ("--threshold", "0.01")), ("dsft", ("--threshold", "0.025")),
+    split = f"{min(a.w / U, 0.5):.6f}"   # the Java's split: w·ε/U for the tests, ε/2 when that leaves < ε/2
+    runs = [("dsat", ()), ("dsat", ("--w-event", "1", "--releases", str(max(2, a.w // 10)))),
+            ("dsft", ("--threshold", "0.01")), ("dsft", ("--threshold", "0.025")),
             ("dsft", ("--threshold", "0.1")), ("fixed", ()), ("bd", ("--test-fraction", split)),
             ("ba", ("--test-fraction", split))]
     for method, extra in runs:
         r = [ours(a, method, 1.0, k, ("--truth-in", truth, "--n-min", "5000") + extra) for k in range(1, a.keys + 1)]
-        label = method + (f" T={extra[1]}" if method == "dsft" else "")
+        label = method + (f" T={extra[1]}" if method == "dsft" else " (w-event)" if extra else "")
         print(f"{label} | " + " | ".join(f"{statistics.mean(x[i] for x in r):.3f}" for i in range(3)) +
               f" | {statistics.mean(x[3] for x in r):.1f}", flush=True)
     if a.peer:
