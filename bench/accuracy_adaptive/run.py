@@ -30,6 +30,20 @@ def ours(a, method, eps, key, extra=()):
     return [float(m.group(i)) for i in range(1, 6)]
 
 
+def peer_time_per_step(a, truth, mech, eps, steps):
+    """Their time per step: wall time of `iters` runs minus a 1-run process (JVM start, their noise pool),
+    over the extra runs' steps (a process-level figure: RunOne prints no timing)."""
+    import time
+    cp = ":".join(os.path.join(a.peer, p) for p in ("lib/colt.jar", "lib/commons-math3-3.6.1.jar", "build"))
+    def wall(iters):
+        t0 = time.perf_counter()
+        subprocess.run(["java", "-cp", cp, "experiment.RunOne", truth, mech, str(a.w), str(eps), str(iters), "0"],
+                       check=True, capture_output=True)
+        return time.perf_counter() - t0
+    one, many = min(wall(1) for _ in range(3)), min(wall(201) for _ in range(3))
+    return max(many - one, 0) / (200 * steps)
+
+
 def peer(a, truth, mech, eps):
     cp = ":".join(os.path.join(a.peer, p) for p in ("lib/colt.jar", "lib/commons-math3-3.6.1.jar", "build"))
     out = subprocess.run(["java", "-cp", cp, "experiment.RunOne", truth, mech, str(a.w), str(eps),
@@ -72,10 +86,12 @@ def main():
                 mae, are = peer(a, truth, mech, eps)
                 extra = ("--test-fraction", java_split) if ourm != "dsat" else ()
                 o = res[ourm, extra, eps]
+                tps = peer_time_per_step(a, truth, mech, eps, 200) if eps == 1.0 else None
                 print(f"  side by side, eps {eps:g}: streamdp-benchmark {mech} (w-event{', NOT DP' if mech == 'DSAT' else ''})"
-                      f" MAE {mae:.3f} ARE {are:.4f}  |  ours {ourm}{' (user-level)' if ourm == 'dsat' else ''}"
-                      f" MAE {statistics.mean(x[0] for x in o):.3f} ARE {statistics.mean(x[1] for x in o):.4f}",
-                      flush=True)
+                      f" MAE {mae:.3f} ARE {are:.4f}" + (f" time/step {tps * 1e3:.4f} ms" if tps is not None else "") +
+                      f"  |  ours {ourm}{' (user-level)' if ourm == 'dsat' else ''}"
+                      f" MAE {statistics.mean(x[0] for x in o):.3f} ARE {statistics.mean(x[1] for x in o):.4f}"
+                      f" time/step {statistics.mean(x[4] for x in o) * 1e3:.3f} ms", flush=True)
     sweep_w(a, truth)
     if a.adult:
         census(a)

@@ -102,6 +102,7 @@ typedef struct adaptive_release {
     /* the last step, for its events */
     int                released;
     double             spent_step, spent_window;
+    double             spent_decision;      /* the part of spent_step for decisions (SVT, tests) */
     double             last_eps2;
     /* scratch */
     int64_t           *hist;
@@ -314,6 +315,7 @@ static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr
         }
     }
     m->spent_step = dp_ledger_units_value(&m->ledger, m->ledger.units_spent - before);
+    m->spent_decision = i == 1 ? dp_ledger_units_value(&m->ledger, m->units_decision) : 0;
     return DP_OK;
 }
 
@@ -370,7 +372,8 @@ static int step_svt_window(adaptive_release *m, uint64_t i, char *errstr, size_t
         }
     }
     m->wflags[i % w] = flags;
-    m->window[i % w] = (flags & 1 ? m->eps_release : 0) + (flags & 2 ? eps_at : 0);
+    /* spends: a release's ε₂/C, and ε_AT for each AboveThreshold instance started (step 1, positives) */
+    m->window[i % w] = (flags & 1 ? m->eps_release : 0) + (flags & 2 || i == 1 ? eps_at : 0);
     /* fail closed: the window's instances (positives + 1) and releases */
     uint32_t pos = window_count(m, w - 1, 2) + (flags & 2 ? 1 : 0),
              rel = window_count(m, w - 1, 1) + (flags & 1 ? 1 : 0);
@@ -379,6 +382,7 @@ static int step_svt_window(adaptive_release *m, uint64_t i, char *errstr, size_t
         return dp_err(errstr, errstr_size, DP_EBUDGET, NAME ": the w-window would spend %g of %g", m->spent_window,
                       c->epsilon);
     m->spent_step = m->window[i % w];
+    m->spent_decision = flags & 2 || i == 1 ? eps_at : 0;   /* a new AboveThreshold instance */
     return DP_OK;
 }
 
@@ -438,6 +442,7 @@ static int step_window(adaptive_release *m, uint64_t i, char *errstr, size_t err
         return dp_err(errstr, errstr_size, DP_EBUDGET, NAME ": the w-window would spend %g of %g", m->spent_window,
                       eps);
     m->spent_step = dis_spend + pub_spend;
+    m->spent_decision = dis_spend;
     m->last_eps2 = eps2;
     return DP_OK;
 }
@@ -485,12 +490,16 @@ static int emit(adaptive_release *m, uint64_t step, const dp_release_sink *sink)
         NAME "/dsat-published-rules: NOT DIFFERENTIALLY PRIVATE (the noisy threshold is clipped; comparison only)",
         NAME "/dsft-published-rules: NOT DIFFERENTIALLY PRIVATE (1.5x the stated decision budget; comparison only)"};
     dp_kv noise_svt[] = {{"dp", c->unsafe_paper ? 0 : 1},
+                         {"decision_spent_step", m->spent_decision},
+                         {"release_spent_step", m->spent_step - m->spent_decision},
                          {"svt_epsilon_threshold", m->svt.eps_a},
                          {"svt_epsilon_queries", m->svt.eps_b},
                          {"distance_sensitivity", c->n_min ? 2.0 / (double)c->n_min : 0},
                          {"release_scale", m->eps_release > 0 ? 1.0 / m->eps_release : 0},
                          {"max_releases", (double)c->max_releases}};
-    dp_kv noise_win[] = {{"dissimilarity_scale", c->w / (c->test_fraction * c->epsilon)},
+    dp_kv noise_win[] = {{"decision_spent_step", m->spent_decision},
+                         {"release_spent_step", m->spent_step - m->spent_decision},
+                         {"dissimilarity_scale", c->w / (c->test_fraction * c->epsilon)},
                          {"publication_epsilon", m->last_eps2},
                          {"w", (double)c->w}};
     dp_budget_event e = {

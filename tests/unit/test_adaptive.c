@@ -125,6 +125,12 @@ static void test_svt_stops_after_c(void)
                 last_release = t;
             }
             CU_ASSERT(kv(&k, "releases") <= 5);
+            /* the budget event splits the step's spend: decisions (the SVT's ε₁, all at step 1) and releases */
+            double dec = tk_kv(k.b_noise, k.b_noise_keys, k.b_n_noise, "decision_spent_step"),
+                   rel = tk_kv(k.b_noise, k.b_noise_keys, k.b_n_noise, "release_spent_step");
+            CU_ASSERT_DOUBLE_EQUAL(dec + rel, k.b_spent_step, 1e-12);
+            CU_ASSERT(t == 1 ? fabs(dec - 0.6) < 1e-6 : dec == 0);
+            CU_ASSERT(kv(&k, "released") == 1 ? rel > 0 : rel == 0);
         }
         printf("\n    %s: %d releases, the last at step %d", method ? "dsft" : "dsat", released, last_release);
         CU_ASSERT_EQUAL(released, 5);
