@@ -115,14 +115,17 @@ while any(lines):
 out.insert(100, '{"stream":"win/a","step":1,"kind":"REPORT","entity":"u1","value":1}')   # DUPLICATE_REPORT
 out.insert(700, 'garbage')                                                                # MALFORMED
 out.insert(900, '{"stream":"zzz","step":1,"kind":"CLOSE_STEP"}')                        # UNKNOWN_STREAM
+out.insert(200, '{"stream":"ada/a","step":1,"kind":"REPORT","entity":"u2","value":7}')    # OUT_OF_DOMAIN (adaptive)
+out.insert(300, '{"stream":"adw/a","step":1,"kind":"INSERT","entity":"u3","value":1}')    # DUPLICATE_REPORT (u3 reported)
 open(f"{w}/input.jsonl", "w").write("\n".join(out) + "\n")
 EOF
 "$BIN" replay --config "$WORK/ref.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 EXPECT_DLQ=$(wc -l < "$WORK/replay/rejected.jsonl")
 [ "$EXPECT" -eq 96 ] || fail "replay released $EXPECT steps, expected 96"
-for r in NOT_PRESENT OUT_OF_DOMAIN; do
-    [ "$(grep -c "\"reason\":\"$r\"" "$WORK/replay/rejected.jsonl")" -eq 32 ] || fail "replay: expected 32 $r rejects"
+for r in NOT_PRESENT:32 OUT_OF_DOMAIN:33 DUPLICATE_REPORT:2; do   # + the adaptive lines; win/a's duplicate
+    n=$(grep -c "\"reason\":\"${r%%:*}\"" "$WORK/replay/rejected.jsonl" || true)
+    [ "$n" -eq "${r##*:}" ] || fail "replay: expected ${r##*:} ${r%%:*} rejects, got $n"
 done
 "$BIN" produce --config "$WORK/ref.json" --input "$WORK/input.jsonl" --partitions 3 --raw-invalid \
     > /dev/null 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
