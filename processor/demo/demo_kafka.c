@@ -107,6 +107,13 @@ static json_t *demo_streams(const dp_demo_params *p)
                      "match", DP_DEMO_MODES_STREAM, "synthesizer", "adaptive", "config", a);
 }
 
+/* The CLOSE_STEP marker of `stream` for month t. */
+static int produce_marker(dp_mock_harness *h, const char *stream, uint64_t t, char *errstr, size_t errn)
+{
+    dp_update mk = {.stream_id = stream, .stream_id_len = strlen(stream), .step = t, .kind = DP_UPDATE_CLOSE_STEP};
+    return dp_mock_produce(h, &mk, errstr, errn);
+}
+
 static int produce_update(void *ctx, const dp_update *u)
 {
     char err[256];
@@ -179,22 +186,16 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
         }
         if (rc == DP_OK && (rc = dp_demo_table_month(&tab, t, produce_update, h)) != DP_OK)
             rc = dp_err(errstr, errn, rc, "demo: producing the table stream's month %" PRIu64, t);
-        dp_update tmk = {.stream_id = DP_DEMO_TABLE_STREAM, .stream_id_len = sizeof DP_DEMO_TABLE_STREAM - 1,
-                         .step = t, .kind = DP_UPDATE_CLOSE_STEP};
         if (rc == DP_OK)
-            rc = dp_mock_produce(h, &tmk, errstr, errn);
+            rc = produce_marker(h, DP_DEMO_TABLE_STREAM, t, errstr, errn);
         if (rc == DP_OK && (rc = dp_demo_map_month(&mp, t, produce_update, h)) != DP_OK)
             rc = dp_err(errstr, errn, rc, "demo: producing the map stream's month %" PRIu64, t);
-        dp_update mmk = {.stream_id = DP_DEMO_MAP_STREAM, .stream_id_len = sizeof DP_DEMO_MAP_STREAM - 1,
-                         .step = t, .kind = DP_UPDATE_CLOSE_STEP};
         if (rc == DP_OK)
-            rc = dp_mock_produce(h, &mmk, errstr, errn);
+            rc = produce_marker(h, DP_DEMO_MAP_STREAM, t, errstr, errn);
         if (rc == DP_OK && (rc = dp_demo_modes_month(&md, t, produce_update, h)) != DP_OK)
             rc = dp_err(errstr, errn, rc, "demo: producing the modes stream's month %" PRIu64, t);
-        dp_update amk = {.stream_id = DP_DEMO_MODES_STREAM, .stream_id_len = sizeof DP_DEMO_MODES_STREAM - 1,
-                         .step = t, .kind = DP_UPDATE_CLOSE_STEP};
         if (rc == DP_OK)
-            rc = dp_mock_produce(h, &amk, errstr, errn);
+            rc = produce_marker(h, DP_DEMO_MODES_STREAM, t, errstr, errn);
         if (rc == DP_OK)
             rc = dp_mock_flush(h, step_timeout_ms, errstr, errn);
         if (rc == DP_OK)

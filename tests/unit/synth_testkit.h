@@ -10,6 +10,7 @@
 #define SYNTH_TESTKIT_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,38 @@ static inline dp_update tk_update(uint64_t step, const char *id, size_t id_len, 
     u.payload.kind = DP_PAYLOAD_CATEGORY;
     u.payload.category = value;
     return u;
+}
+
+/* A JSON config from a printf format (the test fails if it does not parse). */
+static inline json_t *tk_cfg_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline json_t *tk_cfg_text(const char *fmt, ...)
+{
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    return j;
+}
+
+/* Creating synthesizer `name` from config `text` fails with a message naming `needle`. */
+static inline void tk_expect_refused(const char *name, const char *text, const char *needle)
+{
+    json_t *j = tk_cfg_text("%s", text);
+    dp_key key;
+    memset(&key, 1, sizeof key);
+    dp_synth_env env = {&key, "t/1", 3};
+    dp_synth *s = NULL;
+    char err[512] = "";
+    CU_ASSERT_NOT_EQUAL(dp_synth_create(&s, name, j, &env, err, sizeof err), DP_OK);
+    if (!strstr(err, needle))
+        printf("\n    error \"%s\" does not name \"%s\"", err, needle);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));
+    dp_synth_destroy(s);
+    json_decref(j);
 }
 
 /* Sharded ingest merged = the bundle, byte for byte: `steps` steps of

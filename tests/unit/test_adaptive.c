@@ -17,21 +17,7 @@
 #include "synth/svt.h"
 
 #include <math.h>
-#include <stdarg.h>
 
-static json_t *cfg_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *cfg_text(const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    return j;
-}
 
 static int create_k(dp_synth **s, json_t *cfg, int key_i, dp_key *key, char *err, size_t errsz)
 {
@@ -66,19 +52,7 @@ static void run(dp_synth *s, tk_sink *k, int from, int T, int n, value_fn f)
     }
 }
 
-static void expect_refused(const char *text, const char *needle)
-{
-    json_t *j = cfg_text("%s", text);
-    dp_synth *s = NULL;
-    dp_key key;
-    char err[512] = "";
-    CU_ASSERT_NOT_EQUAL(create_k(&s, j, 1, &key, err, sizeof err), DP_OK);
-    if (!strstr(err, needle))
-        printf("\n    error \"%s\" does not name \"%s\"", err, needle);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));
-    dp_synth_destroy(s);
-    json_decref(j);
-}
+static void expect_refused(const char *text, const char *needle) { tk_expect_refused("adaptive", text, needle); }
 
 static void test_config_errors(void)
 {
@@ -109,7 +83,7 @@ static double kv(const tk_sink *k, const char *key) { return tk_kv(k->m_debias, 
 static void test_svt_stops_after_c(void)
 {
     for (int method = 0; method < 2; method++) {
-        json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 2, \"horizon\": 30, \"n_min\": 1000, \"max_releases\": 5,"
+        json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 2, \"horizon\": 30, \"n_min\": 1000, \"max_releases\": 5,"
                              " \"method\": \"%s\", \"decision_fraction\": 0.3}", method ? "dsft" : "dsat");
         dp_synth *s;
         dp_key key;
@@ -149,7 +123,7 @@ static void test_svt_stops_after_c(void)
  * the unspent release budget; the ledger ends at exactly ε. */
 static void test_stable_stream(void)
 {
-    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 4, \"horizon\": 20, \"n_min\": 1000, \"max_releases\": 4,"
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 4, \"horizon\": 20, \"n_min\": 1000, \"max_releases\": 4,"
                          " \"method\": \"dsft\", \"threshold\": 0.3, \"decision_fraction\": 0.5}");
     dp_synth *s;
     dp_key key;
@@ -184,7 +158,7 @@ static void test_stable_stream(void)
 static void test_release_noise(void)
 {
     enum { KEYS = 600 };
-    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 100, \"max_releases\": 2,"
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 10, \"n_min\": 100, \"max_releases\": 2,"
                          " \"decision_fraction\": 0.2}");
     double sum = 0, sumsq = 0, n = 0;
     for (int key_i = 0; key_i < KEYS; key_i++) {
@@ -226,7 +200,7 @@ static void test_window_budget(void)
 {
     static const char *const METHODS[4] = {"bd", "ba", "dsat", "dsft"};
     for (int method = 0; method < 4; method++) {
-        json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 60, \"method\": \"%s\", "
+        json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 60, \"method\": \"%s\", "
                              "\"privacy\": \"w_event\", \"w\": 8%s}", METHODS[method],
                              method >= 2 ? ", \"n_min\": 2000, \"max_releases\": 3, \"decision_fraction\": 0.3" : "");
         dp_synth *s;
@@ -270,12 +244,12 @@ static void test_window_budget(void)
 static void run_bytes(const char *method, int key_i, int restore_at, dp_buf *out)
 {
     json_t *j = !strcmp(method, "bd") || !strcmp(method, "ba")
-                    ? cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", "
+                    ? tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", "
                                "\"privacy\": \"w_event\", \"w\": 4}", method)
                 : !strcmp(method, "dsat-w")
-                    ? cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"n_min\": 500, \"privacy\": "
+                    ? tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"n_min\": 500, \"privacy\": "
                                "\"w_event\", \"w\": 4, \"max_releases\": 2, \"decision_fraction\": 0.3}")
-                    : cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", \"n_min\": 500,"
+                    : tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 12, \"method\": \"%s\", \"n_min\": 500,"
                                " \"max_releases\": 4, \"decision_fraction\": 0.3}", method);
     dp_synth *s;
     dp_key key;
@@ -329,7 +303,7 @@ static void test_determinism_and_restore(void)
 
 static void test_bad_input(void)
 {
-    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 5, \"n_min\": 10}");
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 5, \"n_min\": 10}");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -503,7 +477,7 @@ static void count_bin5(void *ctx, const dp_synth_record *r)
  * snapshot counts what is present; the reject reasons are the entity's own. */
 static void test_tuples_and_attributes(void)
 {
-    json_t *j = cfg_text("{\"attributes\": [{\"name\": \"a\", \"categories\": [\"x\", \"y\"]}, {\"name\": "
+    json_t *j = tk_cfg_text("{\"attributes\": [{\"name\": \"a\", \"categories\": [\"x\", \"y\"]}, {\"name\": "
                          "\"b\", \"categories\": [\"p\", \"q\", \"r\"]}], \"epsilon\": 1000, \"horizon\": 4, "
                          "\"n_min\": 10, \"max_releases\": 4, \"decision_fraction\": 0.5}");
     dp_synth *s;
@@ -599,7 +573,7 @@ static dp_update shard_update(void *ctx, int t, int u)
 
 static void test_shards_merge(void)
 {
-    json_t *j = cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"n_min\": 200, \"max_releases\": 3,"
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"n_min\": 200, \"max_releases\": 3,"
                          " \"decision_fraction\": 0.3}");
     dp_key key;
     dptest_key(&key, 8);

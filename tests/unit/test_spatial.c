@@ -17,21 +17,7 @@
 #include "synth/spatial.h"
 
 #include <math.h>
-#include <stdarg.h>
 
-static json_t *cfg_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *cfg_text(const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    return j;
-}
 
 static int create(dp_synth **s, json_t *cfg, uint8_t key_variant, dp_key *key, char *err, size_t errsz)
 {
@@ -92,19 +78,7 @@ static void run(dp_synth *s, tk_sink *k, int from, int T, int ins, int del, uint
     }
 }
 
-static void expect_refused(const char *text, const char *needle)
-{
-    json_t *j = cfg_text("%s", text);
-    dp_synth *s = NULL;
-    dp_key key;
-    char err[512] = "";
-    CU_ASSERT_NOT_EQUAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
-    if (!strstr(err, needle))
-        printf("\n    error \"%s\" does not name \"%s\"", err, needle);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, needle));
-    dp_synth_destroy(s);
-    json_decref(j);
-}
+static void expect_refused(const char *text, const char *needle) { tk_expect_refused("spatial", text, needle); }
 
 static void test_config_errors(void)
 {
@@ -135,7 +109,7 @@ static void test_privtree_hand_splits(void)
 {
     enum { KEYS = 2000 };
     for (int variant = 0; variant < 2; variant++) {
-        json_t *j = cfg_text("{\"epsilon\": 10000, \"theta\": 2.5, \"max_depth\": 2, \"variant\": \"%s\"}",
+        json_t *j = tk_cfg_text("{\"epsilon\": 10000, \"theta\": 2.5, \"max_depth\": 2, \"variant\": \"%s\"}",
                              variant ? "paper" : "safe");
         const double pts[4][2] = {{0.1, 0.1}, {0.2, 0.2}, {0.3, 0.4}, {0.8, 0.3}};
         int split_floor = 0;
@@ -199,7 +173,7 @@ static void test_privtree_hand_splits(void)
 static void test_count_noise_variance(void)
 {
     enum { KEYS = 1000, N = 500 };
-    json_t *j = cfg_text("{\"epsilon\": 1, \"max_depth\": 0}");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"max_depth\": 0}");
     double sum = 0, sumsq = 0, eps_count = 0;
     double x[2];
     for (int key_i = 0; key_i < KEYS; key_i++) {
@@ -242,7 +216,7 @@ static void test_count_noise_variance(void)
 
 static void test_ledger_horizon_init(void)
 {
-    json_t *j = cfg_text("{\"epsilon\": 2, \"horizon\": 5, \"init_steps\": 2, \"counter\": {\"kind\": \"block\", "
+    json_t *j = tk_cfg_text("{\"epsilon\": 2, \"horizon\": 5, \"init_steps\": 2, \"counter\": {\"kind\": \"block\", "
                          "\"block\": 2}}");
     dp_synth *s;
     dp_key key;
@@ -272,7 +246,7 @@ static void test_ledger_horizon_init(void)
 
 static void run_bytes(const char *variant, uint8_t key_variant, int T, int restore_at, dp_buf *out)
 {
-    json_t *j = cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", variant,
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", variant,
                          key_variant >= 10 ? ", \"output\": \"delta\"" : "");
     dp_synth *s;
     dp_key key;
@@ -329,7 +303,7 @@ static void test_determinism_and_restore(void)
 
 static void test_bad_input(void)
 {
-    json_t *j = cfg_text("{\"epsilon\": 1, \"box\": [[0, 10], [-5, 5]]}");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"box\": [[0, 10], [-5, 5]]}");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -379,7 +353,7 @@ static void test_bad_input(void)
     dp_synth_destroy(s);
     json_decref(j);
     /* user-level: entities required, `sensitivity` events each */
-    j = cfg_text("{\"epsilon\": 1, \"box\": [[0, 10], [-5, 5]], \"sensitivity\": 2}");
+    j = tk_cfg_text("{\"epsilon\": 1, \"box\": [[0, 10], [-5, 5]], \"sensitivity\": 2}");
     CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
     dp_update anon = pt_update(1, DP_UPDATE_INSERT, ok, 2, NULL);
     CU_ASSERT_EQUAL(dp_synth_ingest(s, &anon, &why), DP_OK);
@@ -406,7 +380,7 @@ static void test_monotone_safe_variant(void)
     double worst[2] = {0, 0};
     for (int vi = 0; vi < 2; vi++) {
         for (uint8_t kv = 1; kv <= 4; kv++) {
-            json_t *j = cfg_text("{\"epsilon\": 0.5, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
+            json_t *j = tk_cfg_text("{\"epsilon\": 0.5, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
             dp_synth *s;
             dp_key key;
             char err[256];
@@ -441,7 +415,7 @@ static void test_safe_total_unbiased(void)
     double sum[2] = {0, 0}, sumsq[2] = {0, 0};
     for (int vi = 0; vi < 2; vi++)
         for (int key_i = 0; key_i < KEYS; key_i++) {
-            json_t *j = cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
+            json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
             dp_key key;
             dptest_key(&key, 0);
             memcpy(key.bytes, &key_i, sizeof key_i);
@@ -517,8 +491,8 @@ static void pt_on_record(void *ctx, const dp_synth_record *r)
 
 static void test_delta_output(void)
 {
-    json_t *jf = cfg_text("{\"epsilon\": 2, \"max_depth\": 10}");
-    json_t *jd = cfg_text("{\"epsilon\": 2, \"max_depth\": 10, \"output\": \"delta\"}");
+    json_t *jf = tk_cfg_text("{\"epsilon\": 2, \"max_depth\": 10}");
+    json_t *jd = tk_cfg_text("{\"epsilon\": 2, \"max_depth\": 10, \"output\": \"delta\"}");
     dp_synth *sf, *sd;
     dp_key key;
     char err[256];
@@ -586,7 +560,7 @@ static dp_update shard_update(void *ctx, int t, int i)
 
 static void test_shards_merge(void)
 {
-    json_t *j = cfg_text("{\"epsilon\": 1, \"sensitivity\": 40}");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"sensitivity\": 40}");
     dp_key key;
     dptest_key(&key, 8);
     dp_synth_env env = {&key, "sp/1", 4};
