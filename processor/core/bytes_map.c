@@ -112,3 +112,28 @@ int dp_bytes_map_filter(dp_bytes_map *m, int (*keep)(void *value, void *ctx),
     m->count = count;
     return DP_OK;
 }
+
+int dp_bytes_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+    int r = memcmp(a, b, alen < blen ? alen : blen);
+    return r ? r : (alen > blen) - (alen < blen);
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+    const dp_bytes_map_slot *x = *(const dp_bytes_map_slot *const *)a, *y = *(const dp_bytes_map_slot *const *)b;
+    return dp_bytes_key_cmp(x->key, x->key_len, y->key, y->key_len);
+}
+
+const dp_bytes_map_slot **dp_bytes_map_sorted(const dp_bytes_map *m, int (*keep)(const void *value), size_t *n)
+{
+    const dp_bytes_map_slot **v = malloc((m->count ? m->count : 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    *n = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key && (!keep || keep(m->slots[i].value)))
+            v[(*n)++] = &m->slots[i];
+    qsort(v, *n, sizeof *v, slot_cmp);
+    return v;
+}

@@ -38,6 +38,14 @@ static inline void *dp_bytes_map_at(const dp_bytes_map *m, size_t i)
 dp_bytes_map_slot *dp_bytes_map_find(const dp_bytes_map *m, const void *key, size_t key_len);
 /* The slot of key, inserted with value NULL if absent; NULL on out of memory. */
 dp_bytes_map_slot *dp_bytes_map_upsert(dp_bytes_map *m, const void *key, size_t key_len);
+/* Byte-string order: memcmp over the common length, then the shorter
+ * first — the canonical order snapshots write map entries in. */
+int dp_bytes_key_cmp(const void *a, size_t alen, const void *b, size_t blen);
+/* The occupied slots whose value passes keep (NULL: all), in key order, as
+ * a malloc'd array (free it; the slots stay the map's); *n their count.
+ * NULL on out of memory. */
+const dp_bytes_map_slot **dp_bytes_map_sorted(const dp_bytes_map *m, int (*keep)(const void *value), size_t *n);
+
 /* Remove every slot for which keep(value, ctx) is 0 (after calling
  * drop(value, ctx) on it).  DP_OK or DP_ENOMEM (map unchanged then). */
 int dp_bytes_map_filter(dp_bytes_map *m, int (*keep)(void *value, void *ctx),

@@ -139,25 +139,13 @@ int dp_adaptive_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
 
 /* --- snapshots: entities in key order; H is recomputed from them ---------------- */
 
-static int slot_cmp(const void *a, const void *b)
-{
-    const dp_bytes_map_slot *x = *(const dp_bytes_map_slot *const *)a, *y = *(const dp_bytes_map_slot *const *)b;
-    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int r = memcmp(x->key, y->key, n);
-    return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
-}
-
 int dp_adaptive_ingest_save(const dp_ingest_half *in, dp_buf *b)
 {
     const adaptive_ingest *m = (const adaptive_ingest *)in;
-    const dp_bytes_map_slot **v = malloc((m->entities.count ? m->entities.count : 1) * sizeof *v);
+    size_t n;
+    const dp_bytes_map_slot **v = dp_bytes_map_sorted(&m->entities, NULL, &n);
     if (!v)
         return DP_ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < m->entities.cap; i++)
-        if (m->entities.slots[i].key)
-            v[n++] = &m->entities.slots[i];
-    qsort(v, n, sizeof *v, slot_cmp);
     dp_buf_put_u32(b, ADAPTIVE_INGEST_MAGIC);
     dp_buf_put_u32(b, m->cfg.categories);
     dp_buf_put_u64(b, m->open_step);
@@ -189,12 +177,8 @@ int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
         if (!k || dp_reader_status(r) != DP_OK || len == 0 || len > MAX_ENTITY_BYTES || value >= m->cfg.categories ||
             step < 1 || step > m->open_step)
             return DP_ECORRUPT;
-        if (prev) {   /* strictly increasing keys: one canonical form */
-            dp_bytes_map_slot a = {.key = (char *)prev, .key_len = prev_len}, bb = {.key = (char *)k, .key_len = len};
-            const dp_bytes_map_slot *pa = &a, *pb = &bb;
-            if (slot_cmp(&pa, &pb) >= 0)
-                return DP_ECORRUPT;
-        }
+        if (prev && dp_bytes_key_cmp(prev, prev_len, k, len) >= 0)
+            return DP_ECORRUPT;   /* strictly increasing keys: one canonical form */
         dp_bytes_map_slot *s = dp_bytes_map_upsert(&m->entities, k, len);
         if (!s)
             return DP_ENOMEM;

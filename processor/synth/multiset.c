@@ -109,24 +109,14 @@ void dp_multiset_next_step(dp_multiset *m)
 
 /* --- snapshots: every map written in key order ---------------------------- */
 
-static int slot_cmp(const void *a, const void *b)
-{
-    const dp_bytes_map_slot *x = *(const dp_bytes_map_slot *const *)a, *y = *(const dp_bytes_map_slot *const *)b;
-    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int r = memcmp(x->key, y->key, n);
-    return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
-}
+static int nonzero(const void *value) { return value != NULL; }
 
 static int save_map(const dp_bytes_map *map, dp_buf *b)
 {
-    const dp_bytes_map_slot **v = malloc((map->count ? map->count : 1) * sizeof *v);
+    size_t n;
+    const dp_bytes_map_slot **v = dp_bytes_map_sorted(map, nonzero, &n);
     if (!v)
         return DP_ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < map->cap; i++)
-        if (map->slots[i].key && val_of(&map->slots[i]) != 0)
-            v[n++] = &map->slots[i];
-    qsort(v, n, sizeof *v, slot_cmp);
     dp_buf_put_u64(b, n);
     for (size_t i = 0; i < n; i++) {
         dp_buf_put_blob(b, v[i]->key, v[i]->key_len);
@@ -157,12 +147,8 @@ static int load_map(dp_bytes_map *map, dp_reader *r, entry_valid_fn valid, const
         int64_t v = dp_reader_i64(r);
         if (!k || dp_reader_status(r) != DP_OK || v == 0 || !valid(k, len, v, c))
             return DP_ECORRUPT;
-        if (prev) {   /* strictly increasing: no duplicates, one canonical form */
-            dp_bytes_map_slot a = {.key = (char *)prev, .key_len = prev_len}, bb = {.key = (char *)k, .key_len = len};
-            const dp_bytes_map_slot *pa = &a, *pb = &bb;
-            if (slot_cmp(&pa, &pb) >= 0)
-                return DP_ECORRUPT;
-        }
+        if (prev && dp_bytes_key_cmp(prev, prev_len, k, len) >= 0)
+            return DP_ECORRUPT;   /* strictly increasing: no duplicates, one canonical form */
         dp_bytes_map_slot *s = dp_bytes_map_upsert(map, k, len);
         if (!s)
             return DP_ENOMEM;
