@@ -224,6 +224,53 @@ static inline void tk_expect_refused(const char *name, const char *text, const c
     json_decref(j);
 }
 
+/* Snapshot *s, destroy it and restore it in place (the test fails if the
+ * restore does); the snapshot's bytes go to keep if given. */
+static inline void tk_snapshot_restore(dp_synth **s, const char *name, const json_t *cfg, const dp_synth_env *env,
+                                       dp_buf *keep)
+{
+    dp_buf snap;
+    dp_buf_init(&snap);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(*s, &snap), DP_OK);
+    dp_synth_destroy(*s);
+    char err[256];
+    int rc = dp_synth_restore(s, name, cfg, env, snap.data, snap.len, err, sizeof err);
+    if (rc != DP_OK)
+        printf("\n    restore: %s", err);
+    CU_ASSERT_EQUAL_FATAL(rc, DP_OK);
+    if (keep)
+        dp_buf_put_bytes(keep, snap.data, snap.len);
+    dp_buf_free(&snap);
+}
+
+/* The determinism checks of a synthesizer's test: run(ctx, key, restore_at,
+ * out) appends a whole run's sink bytes; the same key twice gives the same
+ * bytes, a run snapshotted and restored after step restore_at gives them
+ * too, and key2 gives other bytes.  min_len guards against empty runs. */
+typedef void (*tk_run_fn)(void *ctx, uint8_t key, int restore_at, dp_buf *out);
+
+static inline void tk_check_replays(tk_run_fn run, void *ctx, uint8_t key, uint8_t key2, int restore_at,
+                                    size_t min_len)
+{
+    dp_buf a, b, c, d;
+    dp_buf_init(&a);
+    dp_buf_init(&b);
+    dp_buf_init(&c);
+    dp_buf_init(&d);
+    run(ctx, key, 0, &a);
+    run(ctx, key, 0, &b);
+    run(ctx, key, restore_at, &c);
+    run(ctx, key2, 0, &d);
+    CU_ASSERT(a.len > min_len);
+    CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+    CU_ASSERT(c.len == a.len && memcmp(a.data, c.data, a.len) == 0);
+    CU_ASSERT(a.len != d.len || memcmp(a.data, d.data, a.len) != 0);
+    dp_buf_free(&a);
+    dp_buf_free(&b);
+    dp_buf_free(&c);
+    dp_buf_free(&d);
+}
+
 /* Sharded ingest merged = the bundle, byte for byte: `steps` steps of
  * `per_step` updates from make(ctx, t, i, &u) (entity ids must be set; the
  * update's pointers may borrow from ctx until the next call) go to one

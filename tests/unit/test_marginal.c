@@ -193,9 +193,10 @@ static void test_ledger_and_horizon(void)
     }
 }
 
-static void run_bytes(const char *extra, uint8_t key_variant, int T, int restore_at, dp_buf *out)
+static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 {
-    json_t *j = cfg_of(T, "epsilon", 2, 2, extra);
+    const int T = 6;
+    json_t *j = cfg_of(T, "epsilon", 2, 2, ctx);
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -207,13 +208,8 @@ static void run_bytes(const char *extra, uint8_t key_variant, int T, int restore
         run(s, &k, 1, restore_at, 150, 20, &next, &oldest);
         dp_buf snap;
         dp_buf_init(&snap);
-        CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
-        dp_synth_destroy(s);
         dp_synth_env env = {&key, "m/1", 3};
-        int rrc = dp_synth_restore(&s, "marginal", j, &env, snap.data, snap.len, err, sizeof err);
-        if (rrc != DP_OK)
-            printf("\n    restore: %s", err);
-        CU_ASSERT_EQUAL_FATAL(rrc, DP_OK);
+        tk_snapshot_restore(&s, "marginal", j, &env, &snap);
         /* a damaged snapshot is refused */
         snap.data[snap.len / 2] ^= 0x40;
         dp_synth *bad = NULL;
@@ -240,27 +236,9 @@ static void run_bytes(const char *extra, uint8_t key_variant, int T, int restore
 
 static void test_determinism_and_restore(void)
 {
-    const char *methods[3] = {NULL, ", \"method\": \"mwem\"", ", \"fit\": \"pgm\""};
-    for (int mi = 0; mi < 3; mi++) {
-        dp_buf a, b, c, d;
-        dp_buf_init(&a);
-        dp_buf_init(&b);
-        dp_buf_init(&c);
-        dp_buf_init(&d);
-        run_bytes(methods[mi], 1, 6, 0, &a);
-        run_bytes(methods[mi], 1, 6, 0, &b);
-        run_bytes(methods[mi], 1, 6, 3, &c);
-        run_bytes(methods[mi], 2, 6, 0, &d);
-        CU_ASSERT(a.len > 1000);
-        CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
-        /* snapshot after step 3, restore, steps 4..6: the same bytes as the uninterrupted run */
-        CU_ASSERT(c.len == a.len && memcmp(a.data, c.data, a.len) == 0);
-        CU_ASSERT(a.len != d.len || memcmp(a.data, d.data, a.len) != 0);
-        dp_buf_free(&a);
-        dp_buf_free(&b);
-        dp_buf_free(&c);
-        dp_buf_free(&d);
-    }
+    static const char *const methods[3] = {NULL, ", \"method\": \"mwem\"", ", \"fit\": \"pgm\""};
+    for (int mi = 0; mi < 3; mi++)
+        tk_check_replays(run_bytes, (void *)methods[mi], 1, 2, 3, 1000);
 }
 
 static void test_bad_input(void)

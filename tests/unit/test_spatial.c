@@ -244,10 +244,13 @@ static void test_ledger_horizon_init(void)
     json_decref(j);
 }
 
-static void run_bytes(const char *variant, uint8_t key_variant, int T, int restore_at, dp_buf *out)
+typedef struct replay_case { const char *variant; int delta; } replay_case;
+
+static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 {
-    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", variant,
-                         key_variant >= 10 ? ", \"output\": \"delta\"" : "");
+    const replay_case *rc = ctx;
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", rc->variant,
+                            rc->delta ? ", \"output\": \"delta\"" : "");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -257,18 +260,10 @@ static void run_bytes(const char *variant, uint8_t key_variant, int T, int resto
     uint64_t next = 0, oldest = 0;
     if (restore_at) {
         run(s, &k, 1, restore_at, 400, 150, &next, &oldest);
-        dp_buf snap;
-        dp_buf_init(&snap);
-        CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
-        dp_synth_destroy(s);
         dp_synth_env env = {&key, "sp/1", 4};
-        int rc = dp_synth_restore(&s, "spatial", j, &env, snap.data, snap.len, err, sizeof err);
-        if (rc != DP_OK)
-            printf("\n    restore: %s", err);
-        CU_ASSERT_EQUAL_FATAL(rc, DP_OK);
-        dp_buf_free(&snap);
+        tk_snapshot_restore(&s, "spatial", j, &env, NULL);
     }
-    run(s, &k, restore_at + 1, T, 400, 150, &next, &oldest);
+    run(s, &k, restore_at + 1, 6, 400, 150, &next, &oldest);
     dp_buf_put_bytes(out, k.out.data, k.out.len);
     tk_sink_free(&k);
     dp_synth_destroy(s);
@@ -277,28 +272,9 @@ static void run_bytes(const char *variant, uint8_t key_variant, int T, int resto
 
 static void test_determinism_and_restore(void)
 {
-    /* safe, paper, and safe with output delta (keys >= 10 select it) */
-    const char *variants[3] = {"safe", "paper", "safe"};
-    for (int vi = 0; vi < 3; vi++) {
-        dp_buf a, b, c, d;
-        dp_buf_init(&a);
-        dp_buf_init(&b);
-        dp_buf_init(&c);
-        dp_buf_init(&d);
-        uint8_t k1 = vi == 2 ? 11 : 1, k2 = vi == 2 ? 12 : 2;
-        run_bytes(variants[vi], k1, 6, 0, &a);
-        run_bytes(variants[vi], k1, 6, 0, &b);
-        run_bytes(variants[vi], k1, 6, 3, &c);
-        run_bytes(variants[vi], k2, 6, 0, &d);
-        CU_ASSERT(a.len > 10000);
-        CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
-        CU_ASSERT(c.len == a.len && memcmp(a.data, c.data, a.len) == 0);
-        CU_ASSERT(a.len != d.len || memcmp(a.data, d.data, a.len) != 0);
-        dp_buf_free(&a);
-        dp_buf_free(&b);
-        dp_buf_free(&c);
-        dp_buf_free(&d);
-    }
+    replay_case cases[3] = {{"safe", 0}, {"paper", 0}, {"safe", 1}};
+    for (int i = 0; i < 3; i++)
+        tk_check_replays(run_bytes, &cases[i], 1, 2, 3, 10000);
 }
 
 static void test_bad_input(void)
