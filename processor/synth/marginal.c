@@ -62,8 +62,7 @@
  * |∇f_t| use the exact batch size, which is private — here h_{t,0} is
  * empty and the total is the mean of the measured totals; a batch whose
  * noisy total is negative (deletions) is fitted with signs flipped. */
-#include "synth/marginal.h"
-#include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
+#include "synth/marginal_release.h"
 
 #include "core/counter.h"
 #include "core/dp_error.h"
@@ -75,61 +74,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MARGINAL_REL_MAGIC 0x4c45524du   /* "MREL" */
-#define UNIT_BITS 20                     /* ledger units per mechanism */
-#define NAME "marginal"
-
-typedef struct wl_state {
-    dp_counter **cnt;        /* one counter per cell; NULL until first selected */
-    int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
-    double      *r;          /* r(t, W) */
-    uint64_t     selected;   /* steps at which W was selected = counter steps */
-} wl_state;
-
-typedef struct marginal_release {
-    dp_marginal_config   cfg;
-    const dp_key        *key;
-    char                *stream_id;
-    size_t               stream_id_len;
-    const dp_mmodel_ops *mops;
-    /* plan */
-    uint32_t             group;
-    double               eps_sel;
-    dp_exp_mech          em;
-    dp_counter_config    ccfg;        /* each cell's counter */
-    dp_dlap              dlap;        /* mwem's per-step measurement noise */
-    dp_dgauss            dgauss;
-    double               noise_param; /* DLap scale b or DGauss σ² of one measurement */
-    double               noise_sd;    /* its standard deviation */
-    /* state */
-    uint64_t             done;
-    int                  exhausted;
-    dp_ledger            ledger;      /* the last released step's (per-step: see the header) */
-    dp_mmodel           *g;           /* g_{t-1} (select_measure_fit) */
-    dp_mmodel           *h, *avg, *fresh;
-    double              *G;           /* mwem: accumulated synthetic counts over the domain */
-    wl_state            *wl;
-    double               last_total;
-    uint64_t             last_rows;
-    int                  clamped;      /* the last release was cut at max_release_rows */
-    /* scratch */
-    int64_t             *d;           /* W(∇f_t), all workloads' cells */
-    double              *base;        /* W(g_{t-1}) + W(∇f_t) */
-    double              *q;           /* one workload's W(h) */
-    double              *mvals;       /* K measurements, K × max cells */
-    int64_t             *util;
-    uint32_t            *cand;
-    uint32_t            *sel;
-    double              *sel_sd;
-    dp_mmeasure         *ms;
-    uint64_t             wmax;
-    char               (*sel_names)[2][24];
-    dp_kv               *debias;
-    uint64_t             next_id;
-    const dp_release_sink *sink;
-    int32_t             *row_buf;
-} marginal_release;
 
 static void wl_free(marginal_release *m)
 {
@@ -322,27 +266,6 @@ static uint64_t marginal_next_step(const dp_release_half *rel)
 }
 
 /* The per-cell counters of workload i, created the first time it is selected. */
-static int ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size)
-{
-    wl_state *w = &m->wl[i];
-    if (w->cnt)
-        return DP_OK;
-    uint64_t cells = m->cfg.workloads[i].cells;
-    w->cnt = calloc(cells, sizeof *w->cnt);
-    w->c_last = calloc(cells, sizeof *w->c_last);
-    if (!w->cnt || !w->c_last)
-        return dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory");
-    for (uint64_t c = 0; c < cells; c++) {
-        char label[48];
-        snprintf(label, sizeof label, NAME "/w%zu/c%llu", i, (unsigned long long)c);
-        dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, label};
-        int rc = dp_counter_create(&w->cnt[c], &m->ccfg, &ns, errstr, errstr_size);
-        if (rc != DP_OK)
-            return rc;
-    }
-    return DP_OK;
-}
-
 /* Per-cell standard deviation of workload i's counter output at its next step. */
 static double counter_sd_next(const marginal_release *m, size_t i)
 {
@@ -429,7 +352,7 @@ static int measure_counters(marginal_release *m, uint64_t step, size_t j, double
 {
     const dp_marginal_workload *w = &m->cfg.workloads[j];
     wl_state *s = &m->wl[j];
-    int rc = ensure_counters(m, j, errstr, errstr_size);
+    int rc = dp_marginal_ensure_counters(m, j, errstr, errstr_size);
     if (rc == DP_OK)
         rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
     if (rc != DP_OK)
@@ -683,123 +606,6 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     return emit_event(m, step, m->next_id, sink);
 }
 
-/* --- snapshots ------------------------------------------------------------------ */
-
-static int marginal_release_save(const dp_release_half *rel, dp_buf *b)
-{
-    const marginal_release *m = (const marginal_release *)rel;
-    const dp_marginal_config *c = &m->cfg;
-    dp_buf_put_u32(b, MARGINAL_REL_MAGIC);
-    dp_buf_put_u64(b, c->n_workloads);
-    dp_buf_put_u64(b, c->total_cells);
-    dp_buf_put_u64(b, c->horizon);
-    dp_buf_put_u32(b, c->selections);
-    dp_buf_put_u8(b, (uint8_t)c->method);
-    dp_buf_put_u8(b, (uint8_t)c->fit);
-    dp_buf_put_f64(b, m->em.epsilon);
-    dp_buf_put_f64(b, m->noise_param);
-    dp_buf_put_u64(b, m->done);
-    dp_buf_put_u8(b, (uint8_t)m->exhausted);
-    dp_buf_put_f64(b, m->last_total);
-    for (size_t l = 0; l < c->selections; l++) {
-        dp_buf_put_u32(b, m->sel[l]);
-        dp_buf_put_f64(b, m->sel_sd[l]);
-    }
-    int rc = dp_long_ledger_save(&m->ledger, b);
-    if (rc == DP_OK)
-        rc = m->mops->save(m->g, b);
-    if (rc != DP_OK)
-        return rc;
-    if (m->G)
-        for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
-            dp_buf_put_f64(b, m->G[x]);
-    for (size_t i = 0; i < c->n_workloads; i++) {
-        const wl_state *w = &m->wl[i];
-        dp_buf_put_u64(b, w->selected);
-        dp_buf_put_u8(b, w->cnt != NULL);
-        for (uint64_t k = 0; k < c->workloads[i].cells; k++)
-            dp_buf_put_f64(b, w->r[k]);
-        if (!w->cnt)
-            continue;
-        for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
-            dp_buf_put_i64(b, w->c_last[k]);
-            dp_buf cb;
-            dp_buf_init(&cb);
-            rc = dp_counter_snapshot(w->cnt[k], &cb);
-            if (rc == DP_OK)
-                dp_buf_put_blob(b, cb.data, cb.len);
-            dp_buf_free(&cb);
-            if (rc != DP_OK)
-                return rc;
-        }
-    }
-    return dp_buf_status(b);
-}
-
-static int marginal_release_load(dp_release_half *rel, dp_reader *r)
-{
-    marginal_release *m = (marginal_release *)rel;
-    const dp_marginal_config *c = &m->cfg;
-    if (dp_reader_u32(r) != MARGINAL_REL_MAGIC || dp_reader_u64(r) != c->n_workloads ||
-        dp_reader_u64(r) != c->total_cells || dp_reader_u64(r) != c->horizon ||
-        dp_reader_u32(r) != c->selections || dp_reader_u8(r) != (uint8_t)c->method ||
-        dp_reader_u8(r) != (uint8_t)c->fit || dp_reader_f64(r) != m->em.epsilon ||
-        dp_reader_f64(r) != m->noise_param)
-        return DP_ECORRUPT;
-    m->done = dp_reader_u64(r);
-    m->exhausted = dp_reader_u8(r) != 0;
-    m->last_total = dp_reader_f64(r);
-    if (dp_reader_status(r) != DP_OK || m->done > c->horizon || !isfinite(m->last_total))
-        return DP_ECORRUPT;
-    for (size_t l = 0; l < c->selections; l++) {
-        m->sel[l] = dp_reader_u32(r);
-        m->sel_sd[l] = dp_reader_f64(r);
-        if (m->sel[l] >= c->n_workloads && m->done > 0)
-            return DP_ECORRUPT;
-    }
-    int rc = dp_long_ledger_load(&m->ledger, r);
-    if (rc == DP_OK)
-        rc = m->mops->load(m->g, r);
-    if (rc != DP_OK)
-        return DP_ECORRUPT;
-    if (m->G)
-        for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
-            if (!isfinite(m->G[x] = dp_reader_f64(r)))
-                return DP_ECORRUPT;
-    char why[128];
-    for (size_t i = 0; i < c->n_workloads; i++) {
-        wl_state *w = &m->wl[i];
-        w->selected = dp_reader_u64(r);
-        int has = dp_reader_u8(r);
-        if (dp_reader_status(r) != DP_OK || w->selected > m->done || has > 1 || (has != (w->selected > 0)))
-            return DP_ECORRUPT;
-        for (uint64_t k = 0; k < c->workloads[i].cells; k++)
-            if (!isfinite(w->r[k] = dp_reader_f64(r)))
-                return DP_ECORRUPT;
-        if (!has)
-            continue;
-        if ((rc = ensure_counters(m, i, why, sizeof why)) != DP_OK)
-            return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
-        for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
-            w->c_last[k] = dp_reader_i64(r);
-            size_t len;
-            const uint8_t *p = dp_reader_blob(r, &len);
-            if (!p)
-                return DP_ECORRUPT;
-            dp_counter *cn = NULL;
-            if (dp_counter_restore_expect(&cn, p, len, m->key, dp_counter_config_of(w->cnt[k]), why, sizeof why) != DP_OK)
-                return DP_ECORRUPT;
-            if (dp_counter_steps(cn) != w->selected) {
-                dp_counter_destroy(cn);
-                return DP_ECORRUPT;
-            }
-            dp_counter_destroy(w->cnt[k]);
-            w->cnt[k] = cn;
-        }
-    }
-    return dp_reader_status(r);
-}
-
 const dp_synth_ops dp_synth_ops_marginal = {
     .name = NAME,
     .ingest_create = dp_marginal_ingest_create,
@@ -813,8 +619,8 @@ const dp_synth_ops dp_synth_ops_marginal = {
     .release_create = marginal_release_create,
     .release_step = marginal_release_step,
     .release_exhausted = marginal_release_exhausted,
-    .release_save = marginal_release_save,
-    .release_load = marginal_release_load,
+    .release_save = dp_marginal_release_save,
+    .release_load = dp_marginal_release_load,
     .release_destroy = marginal_release_destroy,
     .release_ledger = marginal_release_ledger,
     .release_next_step = marginal_next_step,

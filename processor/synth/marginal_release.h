@@ -1,0 +1,74 @@
+/* marginal_release.h — the release half of `marginal`, private to its two
+ * files: marginal.c (plan, select–measure–fit, the release) and
+ * marginal_snapshot.c (its exact save and restore). */
+#ifndef DP_MARGINAL_RELEASE_H
+#define DP_MARGINAL_RELEASE_H
+
+#include "synth/marginal.h"
+
+#include "core/counter.h"
+#include "core/exp_mech.h"
+#include "core/sample.h"
+
+#define MARGINAL_REL_MAGIC 0x4c45524du   /* "MREL" */
+#define UNIT_BITS 20                     /* ledger units per mechanism */
+#define NAME "marginal"
+
+typedef struct wl_state {
+    dp_counter **cnt;        /* one counter per cell; NULL until first selected */
+    int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
+    double      *r;          /* r(t, W) */
+    uint64_t     selected;   /* steps at which W was selected = counter steps */
+} wl_state;
+
+typedef struct marginal_release {
+    dp_marginal_config   cfg;
+    const dp_key        *key;
+    char                *stream_id;
+    size_t               stream_id_len;
+    const dp_mmodel_ops *mops;
+    /* plan */
+    uint32_t             group;
+    double               eps_sel;
+    dp_exp_mech          em;
+    dp_counter_config    ccfg;        /* each cell's counter */
+    dp_dlap              dlap;        /* mwem's per-step measurement noise */
+    dp_dgauss            dgauss;
+    double               noise_param; /* DLap scale b or DGauss σ² of one measurement */
+    double               noise_sd;    /* its standard deviation */
+    /* state */
+    uint64_t             done;
+    int                  exhausted;
+    dp_ledger            ledger;      /* the last released step's (per-step: see the header) */
+    dp_mmodel           *g;           /* g_{t-1} (select_measure_fit) */
+    dp_mmodel           *h, *avg, *fresh;
+    double              *G;           /* mwem: accumulated synthetic counts over the domain */
+    wl_state            *wl;
+    double               last_total;
+    uint64_t             last_rows;
+    int                  clamped;      /* the last release was cut at max_release_rows */
+    /* scratch */
+    int64_t             *d;           /* W(∇f_t), all workloads' cells */
+    double              *base;        /* W(g_{t-1}) + W(∇f_t) */
+    double              *q;           /* one workload's W(h) */
+    double              *mvals;       /* K measurements, K × max cells */
+    int64_t             *util;
+    uint32_t            *cand;
+    uint32_t            *sel;
+    double              *sel_sd;
+    dp_mmeasure         *ms;
+    uint64_t             wmax;
+    char               (*sel_names)[2][24];
+    dp_kv               *debias;
+    uint64_t             next_id;
+    const dp_release_sink *sink;
+    int32_t             *row_buf;
+} marginal_release;
+
+/* Workload i's per-cell counters, created the first time it is selected. */
+int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size);
+
+int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
+int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);
+
+#endif
