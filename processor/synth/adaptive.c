@@ -258,13 +258,22 @@ static int64_t distance_grid(const adaptive_release *m)
 
 /* DSAT's threshold update (Alg. 2 lines 6–8, proportional term only): the
  * public T_i (corrected) or, in the paper variant, the noisy threshold. */
-static void dsat_threshold(adaptive_release *m, uint64_t i)
+static void dsat_threshold(adaptive_release *m, double rate)
 {
     const dp_adaptive_config *c = &m->cfg;
-    double rate = (double)m->releases / (double)i - (double)c->max_releases / (double)c->horizon;
     double e = fabs(fabs(rate) - c->delta_sp) / c->delta_sp, u = c->theta_p * e;
     m->T = rate <= 0 ? fmax(0, m->T - u) : fmin(2, m->T + u);
     dp_svt_move(&m->svt, (int64_t)floor(u * GRID), rate > 0);
+}
+
+/* One sparse-vector decision on this step's distance (its own draw stream). */
+static int svt_positive(adaptive_release *m, uint64_t i)
+{
+    dp_drbg g;
+    step_drbg(m, &g, i, NAME "/svt");
+    int positive = dp_svt_decide(&m->svt, distance_grid(m), (int64_t)floor(m->T * GRID), &g);
+    dp_drbg_wipe(&g);
+    return positive;
 }
 
 static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr_size)
@@ -289,15 +298,11 @@ static int step_svt(adaptive_release *m, uint64_t i, char *errstr, size_t errstr
         int decide = 1;
         if (c->method == DP_ADAPTIVE_DSAT) {
             decide = i > c->burn_in;
-            if (decide)
-                dsat_threshold(m, i);
+            if (decide)   /* the release rate so far against C/N */
+                dsat_threshold(m, (double)m->releases / (double)i - (double)c->max_releases / (double)c->horizon);
         }
         if (decide) {
-            dp_drbg g;
-            step_drbg(m, &g, i, NAME "/svt");
-            int positive = dp_svt_decide(&m->svt, distance_grid(m), (int64_t)floor(m->T * GRID), &g);
-            dp_drbg_wipe(&g);
-            if (positive) {
+            if (svt_positive(m, i)) {
                 if ((rc = dp_ledger_spend_units(&m->ledger, i, NAME "/release", RELEASE_UNITS, errstr, errstr_size)))
                     return rc;
                 release_histogram(m, i, &m->release_noise);
@@ -354,17 +359,11 @@ static int step_svt_window(adaptive_release *m, uint64_t i, char *errstr, size_t
             decide = i > c->burn_in;
             if (decide) {   /* the public path, its rate over the window */
                 uint64_t span = i < w ? i : w;
-                double rate = (double)(window_count(m, w - 1, 1)) / (double)span - (double)c->max_releases / w;
-                double u = c->theta_p * fabs(fabs(rate) - c->delta_sp) / c->delta_sp;
-                m->T = rate <= 0 ? fmax(0, m->T - u) : fmin(2, m->T + u);
+                dsat_threshold(m, (double)window_count(m, w - 1, 1) / (double)span - (double)c->max_releases / w);
             }
         }
         if (decide) {
-            dp_drbg g;
-            step_drbg(m, &g, i, NAME "/svt");
-            int positive = dp_svt_decide(&m->svt, distance_grid(m), (int64_t)floor(m->T * GRID), &g);
-            dp_drbg_wipe(&g);
-            if (positive) {
+            if (svt_positive(m, i)) {
                 release_histogram(m, i, &m->release_noise);
                 start_instance(m, i);   /* AboveThreshold restarts */
                 flags = 3;

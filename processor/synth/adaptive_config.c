@@ -46,8 +46,7 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
         return rc;
     json_t *v;
     uint64_t u;
-    double unused;
-    if ((v = json_object_get(cfg, "delta")) && (rc = dp_cfg_real(v, NAME, "delta", &unused, errstr, errstr_size)))
+    if ((rc = dp_cfg_unused_delta(cfg, NAME, errstr, errstr_size)) != DP_OK)   /* pure ε */
         return rc;
     const json_t *attrs = json_object_get(cfg, "attributes");
     v = json_object_get(cfg, "categories");

@@ -158,3 +158,10 @@ int dp_cfg_check_object(const json_t *cfg, const char *name, const char *const *
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s: config \"synthesizer\" names another synthesizer", name);
     return DP_OK;
 }
+
+int dp_cfg_unused_delta(const json_t *cfg, const char *name, char *errstr, size_t errstr_size)
+{
+    const json_t *v = json_object_get(cfg, "delta");
+    double unused;
+    return v ? dp_cfg_real(v, name, "delta", &unused, errstr, errstr_size) : DP_OK;
+}

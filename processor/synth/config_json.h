@@ -26,6 +26,9 @@ int dp_cfg_choice(const json_t *v, const char *name, const char *what, const cha
  * `name`. */
 int dp_cfg_check_object(const json_t *cfg, const char *name, const char *const *keys, char *errstr,
                         size_t errstr_size);
+/* "delta": the stream file sets its δ (for zCDP → (ε, δ) figures) on every
+ * stream; a pure-ε synthesizer checks that it is a number and ignores it. */
+int dp_cfg_unused_delta(const json_t *cfg, const char *name, char *errstr, size_t errstr_size);
 /* 1 if k is in the NULL-terminated list. */
 int dp_cfg_key_known(const char *k, const char *const *keys);
 

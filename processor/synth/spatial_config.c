@@ -54,10 +54,7 @@ int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errst
         return rc;
     json_t *v;
     uint64_t u;
-    /* "delta": the stream file's δ for zCDP conversions, set on every
-     * stream; spatial is pure ε-DP (δ = 0), so it is checked and unused. */
-    double delta_unused;
-    if ((v = json_object_get(cfg, "delta")) && (rc = dp_cfg_real(v, NAME, "delta", &delta_unused, errstr, errstr_size)))
+    if ((rc = dp_cfg_unused_delta(cfg, NAME, errstr, errstr_size)) != DP_OK)   /* pure ε */
         return rc;
     if ((v = json_object_get(cfg, "box")) && (rc = parse_box(&c->box, v, errstr, errstr_size)))
         return rc;
