@@ -165,3 +165,23 @@ int dp_cfg_unused_delta(const json_t *cfg, const char *name, char *errstr, size_
     double unused;
     return v ? dp_cfg_real(v, name, "delta", &unused, errstr, errstr_size) : DP_OK;
 }
+
+int dp_cfg_box(const json_t *v, const char *name, dp_box *b, char *errstr, size_t errstr_size)
+{
+    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > DP_PARTITION_MAX_DIM)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: box must be an array of 1..%d [min, max] pairs",
+                      name, DP_PARTITION_MAX_DIM);
+    b->d = (uint32_t)json_array_size(v);
+    for (uint32_t i = 0; i < b->d; i++) {
+        const json_t *p = json_array_get(v, i);
+        if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_number(json_array_get(p, 0)) ||
+            !json_is_number(json_array_get(p, 1)))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: box[%u] must be [min, max]", name, i);
+        b->lo[i] = json_number_value(json_array_get(p, 0));
+        b->hi[i] = json_number_value(json_array_get(p, 1));
+        /* the width must be finite too: halving it must not overflow */
+        if (!isfinite(b->lo[i]) || !isfinite(b->hi[i]) || !(b->lo[i] < b->hi[i]) || !isfinite(b->hi[i] - b->lo[i]))
+            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: box[%u] must have finite min < max", name, i);
+    }
+    return DP_OK;
+}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/counter.h"
+#include "synth/partition.h"
 
 /* A JSON integer (or an integral real) in [lo, hi]. */
 int dp_cfg_uint(const json_t *v, const char *name, const char *what, uint64_t lo, uint64_t hi, uint64_t *out,
@@ -38,6 +39,10 @@ int dp_cfg_key_known(const char *k, const char *const *keys);
  * sizes[i] the label counts. */
 int dp_cfg_attributes(const json_t *v, const char *name, uint32_t max_attrs, uint32_t max_categories, char **names,
                       uint32_t *sizes, uint32_t *n, char *errstr, size_t errstr_size);
+
+/* "box": [[min, max], …], 1..DP_PARTITION_MAX_DIM pairs of finite min < max
+ * with a finite width (spatial, hypercube). */
+int dp_cfg_box(const json_t *v, const char *name, dp_box *b, char *errstr, size_t errstr_size);
 
 /* "counter": a kind name or {"kind": name, "block": B, "buffers": d}. */
 typedef struct dp_cfg_counter {

@@ -226,3 +226,11 @@ int dp_ptree_load(dp_ptree *t, dp_reader *r)
     t->n = n;
     return DP_OK;
 }
+
+void dp_partition_split_count(uint64_t m, int64_t na, int64_t nb, uint64_t *m0, uint64_t *m1)
+{
+    uint64_t a = na > 0 ? (uint64_t)na : 0, b = nb > 0 ? (uint64_t)nb : 0;
+    unsigned __int128 s = (unsigned __int128)a + b;
+    *m0 = s == 0 ? m / 2 : (uint64_t)((unsigned __int128)m * a / s);
+    *m1 = m - *m0;
+}

@@ -52,6 +52,13 @@ static inline uint64_t dp_partition_first(uint32_t k, uint64_t path, uint32_t de
     return path << (depth - k);
 }
 
+/* Seed 004 Alg. 4's split (after He, Vershynin, Zhu 2023 Alg. 3): a
+ * parent's consistent count m shared by children whose noisy counts are
+ * na, nb, clamped at 0 to a, b: m0 = floor(m·a/(a+b)), m1 = m − m0 (m0 =
+ * floor(m/2) when a = b = 0).  Then m0 + m1 = m and (m0 − a)(m1 − b) >= 0:
+ * both children move towards m in the same direction. */
+void dp_partition_split_count(uint64_t m, int64_t na, int64_t nb, uint64_t *m0, uint64_t *m1);
+
 /* --- counts of points by cell ------------------------------------------------------
  *
  * A sparse histogram over the depth-`depth` cells (keys = paths, ascending)

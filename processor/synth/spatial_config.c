@@ -16,26 +16,6 @@ static const char *const KEYS[] = {"synthesizer", "box", "epsilon", "sensitivity
                                    "fanout", "max_depth", "theta", "init_steps", "counter", "variant",
                                    "horizon", "max_nodes", "max_release_points", "output", "delta", NULL};
 
-static int parse_box(dp_box *b, const json_t *v, char *errstr, size_t errstr_size)
-{
-    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > DP_PARTITION_MAX_DIM)
-        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": box must be an array of 1..%d [min, max] pairs",
-                      DP_PARTITION_MAX_DIM);
-    b->d = (uint32_t)json_array_size(v);
-    for (uint32_t i = 0; i < b->d; i++) {
-        const json_t *p = json_array_get(v, i);
-        if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_number(json_array_get(p, 0)) ||
-            !json_is_number(json_array_get(p, 1)))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": box[%u] must be [min, max]", i);
-        b->lo[i] = json_number_value(json_array_get(p, 0));
-        b->hi[i] = json_number_value(json_array_get(p, 1));
-        /* the width must be finite too: halving it must not overflow */
-        if (!isfinite(b->lo[i]) || !isfinite(b->hi[i]) || !(b->lo[i] < b->hi[i]) || !isfinite(b->hi[i] - b->lo[i]))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": box[%u] must have finite min < max", i);
-    }
-    return DP_OK;
-}
-
 int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
 {
     memset(c, 0, sizeof *c);
@@ -56,7 +36,7 @@ int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errst
     uint64_t u;
     if ((rc = dp_cfg_unused_delta(cfg, NAME, errstr, errstr_size)) != DP_OK)   /* pure ε */
         return rc;
-    if ((v = json_object_get(cfg, "box")) && (rc = parse_box(&c->box, v, errstr, errstr_size)))
+    if ((v = json_object_get(cfg, "box")) && (rc = dp_cfg_box(v, NAME, &c->box, errstr, errstr_size)))
         return rc;
     if (!(v = json_object_get(cfg, "epsilon")))
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"epsilon\" is required (pure ε-DP)");

@@ -21,6 +21,7 @@ extern const dp_synth_ops dp_synth_ops_cumulative;
 extern const dp_synth_ops dp_synth_ops_marginal;
 extern const dp_synth_ops dp_synth_ops_spatial;
 extern const dp_synth_ops dp_synth_ops_adaptive;
+extern const dp_synth_ops dp_synth_ops_hypercube;
 
 static const dp_synth_ops *const REGISTRY[] = {
     &dp_synth_ops_window,
@@ -28,6 +29,7 @@ static const dp_synth_ops *const REGISTRY[] = {
     &dp_synth_ops_marginal,
     &dp_synth_ops_spatial,
     &dp_synth_ops_adaptive,
+    &dp_synth_ops_hypercube,
     NULL,
 };
 

@@ -29,6 +29,11 @@
 #      series of reports to 60 users' drifting reports.  Whether a step
 #      releases is the SVT's (or the dissimilarity test's) noisy output, the
 #      released counts are noisy; nothing may be exact and different.
+#   7. hypercube (d = 2, replacement neighbours): D2 replaces one person's
+#      point at step 2 by a far-away one; 30 points a step and a 31st that
+#      every step rejects (the step is full).  Every cell's count is noisy,
+#      t and the depth are public; nothing may be exact and different, and
+#      the rejects must not change.
 # Usage: bash privacy_audit.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
@@ -156,6 +161,22 @@ def adaptive_input(with_x):
     return out
 for name, with_x in (("d1.jsonl", False), ("d2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(adaptive_input(with_x)) + "\n")
+
+# 7. hypercube: one person's point replaced
+hpts = {(i, t): [round(rng.random() ** 2, 4), round(rng.random(), 4)] for i in range(31) for t in range(1, 7)}
+def hypercube_input(with_x):
+    out = []
+    for t in range(1, 7):
+        for i in range(31):   # the 31st is one too many: rejected in both
+            e, p = f"h{i:02d}", hpts[i, t]
+            if i == 5 and t == 2:
+                e, p = "hX", ([0.95, 0.9] if with_x else [0.05, 0.1])
+            out.append(json.dumps({"stream": "hy", "step": t, "kind": "REPORT", "entity": e, "point": p},
+                                  separators=(",", ":")))
+        out.append(json.dumps({"stream": "hy", "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")))
+    return out
+for name, with_x in (("h1.jsonl", False), ("h2.jsonl", True)):
+    open(f"{work}/{name}", "w").write("\n".join(hypercube_input(with_x)) + "\n")
 PY
 
 cat > "$WORK/config.json" <<'JSON'
@@ -170,7 +191,8 @@ cat > "$WORK/config.json" <<'JSON'
   {"match": "ad", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "n_min": 20,
      "max_releases": 3, "decision_fraction": 0.3}},
   {"match": "adw", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "method": "bd",
-     "privacy": "w_event", "w": 3}}
+     "privacy": "w_event", "w": 3}},
+  {"match": "hy", "synthesizer": "hypercube", "config": {"epsilon": 1, "points_per_step": 30, "max_depth": 8}}
 ]}
 JSON
 
@@ -187,4 +209,6 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/s1.jsonl" "$W
     || { echo "FAIL: spatial neighbours (one person's point inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/d1.jsonl" "$WORK/d2.jsonl" dX "$KEYS" "$WORK" \
     || { echo "FAIL: adaptive neighbours (one user's series added)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/h1.jsonl" "$WORK/h2.jsonl" hX "$KEYS" "$WORK" \
+    || { echo "FAIL: hypercube neighbours (one person's point replaced)" >&2; status=1; }
 exit $status

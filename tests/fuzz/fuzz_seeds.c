@@ -30,13 +30,13 @@ static int seed(const char *dir, int which, int steps)
             double point[3] = {0.1 * i, 0.3 + 0.1 * t, 0.5};
             int family = fuzz_synth_family(which);
             dp_update u = {.stream_id = "fuzz", .stream_id_len = 4, .step = (uint64_t)t,
-                           .kind = family ? DP_UPDATE_INSERT : DP_UPDATE_REPORT,
+                           .kind = family == 1 || family == 2 ? DP_UPDATE_INSERT : DP_UPDATE_REPORT,
                            .entity_id = id, .entity_id_len = strlen(id),
-                           .payload = {.kind = family == 2 ? DP_PAYLOAD_POINT
+                           .payload = {.kind = family >= 2 ? DP_PAYLOAD_POINT
                                                : family ? DP_PAYLOAD_ROW : DP_PAYLOAD_CATEGORY,
                                        .category = (i + t) % 2,
                                        .row = row, .row_len = which == 3 ? 2 : 3,
-                                       .point = point, .point_len = which == 5 ? 2 : 3}};
+                                       .point = point, .point_len = (size_t)fuzz_synth_dims(which)}};
             dp_reject_reason why;
             dp_synth_ingest(s, &u, &why);
         }

@@ -3,10 +3,11 @@
 #ifndef FUZZ_SYNTHS_H
 #define FUZZ_SYNTHS_H
 
-#define FUZZ_SYNTHS 9
+#define FUZZ_SYNTHS 11
 
 static const char *const FUZZ_SYNTH_NAMES[FUZZ_SYNTHS] = {"window", "cumulative", "marginal", "marginal", "marginal",
-                                                         "spatial", "spatial", "adaptive", "adaptive"};
+                                                         "spatial", "spatial", "adaptive", "adaptive",
+                                                         "hypercube", "hypercube"};
 static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"horizon\":6,\"k\":2,\"rho\":1}",
     "{\"horizon\":6,\"rho\":1}",
@@ -26,9 +27,17 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"n_min\":3,\"max_releases\":3,\"decision_fraction\":0.3,"
     "\"unsafe_paper_variant\":true}",
     "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"method\":\"ba\",\"privacy\":\"w_event\",\"w\":3}",
+    "{\"epsilon\":2,\"points_per_step\":5,\"max_depth\":6,\"max_release_points\":10000}",
+    "{\"epsilon\":4,\"dims\":1,\"points_per_step\":5,\"max_depth\":6,\"output\":\"delta\"}",
 };
 
-/* The kind of synthesizer entry `which` is: 0 reports, 1 table rows, 2 points. */
-static inline int fuzz_synth_family(int which) { return which < 2 || which >= 7 ? 0 : which < 5 ? 1 : 2; }
+/* The kind of synthesizer entry `which` is: 0 reports, 1 table rows, 2 points, 3 reported points. */
+static inline int fuzz_synth_family(int which)
+{
+    return which >= 9 ? 3 : which < 2 || which >= 7 ? 0 : which < 5 ? 1 : 2;
+}
+
+/* The dimension of entry `which`'s points. */
+static inline int fuzz_synth_dims(int which) { return which == 5 || which == 9 ? 2 : which == 10 ? 1 : 3; }
 
 #endif

@@ -48,7 +48,11 @@ write_config() {   # $1 = output prefix
     "config": {"categories": 3, "epsilon": 1, "horizon": 8, "n_min": 30, "max_releases": 4,
                "decision_fraction": 0.3}},
    {"prefix": "adw/", "synthesizer": "adaptive",
-    "config": {"categories": 3, "epsilon": 1, "horizon": 8, "method": "ba", "privacy": "w_event", "w": 3}}
+    "config": {"categories": 3, "epsilon": 1, "horizon": 8, "method": "ba", "privacy": "w_event", "w": 3}},
+   {"prefix": "hyp/", "synthesizer": "hypercube",
+    "config": {"box": [[0, 10], [0, 10]], "epsilon": 2, "points_per_step": 40, "max_depth": 8}},
+   {"prefix": "hyd/", "synthesizer": "hypercube",
+    "config": {"dims": 1, "epsilon": 4, "points_per_step": 40, "max_depth": 7, "output": "delta"}}
  ]}
 EOF
 }
@@ -105,6 +109,17 @@ for s in ("spa/a", "spa/b"):
         out.append({"stream": s, "step": t, "kind": "INSERT", "point": [11, 5]})                     # OUT_OF_DOMAIN
         out.append({"stream": s, "step": t, "kind": "CLOSE_STEP"})
     open(f"{w}/p_{s.replace('/', '_')}.jsonl", "w").write("".join(json.dumps(u) + "\n" for u in out))
+# hypercube streams: 40 points a step (the paper's times), one point too many and one outside the box
+for s, d, hi in (("hyp/a", 2, 10.0), ("hyp/b", 2, 10.0), ("hyd/a", 1, 1.0)):
+    rnd = random.Random(s)
+    out = []
+    for t in range(1, 9):
+        for i in range(41):   # the 41st: DUPLICATE_REPORT (the step holds points_per_step points)
+            p = [round(min(hi, max(0.0, rnd.gauss(0.3 * hi, 0.15 * hi))), 4) for _ in range(d)]
+            out.append({"stream": s, "step": t, "kind": "REPORT", "point": p})
+        out.append({"stream": s, "step": t, "kind": "REPORT", "point": [hi + 1] * d})                 # OUT_OF_DOMAIN
+        out.append({"stream": s, "step": t, "kind": "CLOSE_STEP"})
+    open(f"{w}/p_{s.replace('/', '_')}.jsonl", "w").write("".join(json.dumps(u) + "\n" for u in out))
 files = sorted(glob.glob(f"{w}/p_*.jsonl"))
 lines = [open(f).read().splitlines() for f in files]
 out = []
@@ -122,8 +137,8 @@ EOF
 "$BIN" replay --config "$WORK/ref.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
 EXPECT_DLQ=$(wc -l < "$WORK/replay/rejected.jsonl")
-[ "$EXPECT" -eq 96 ] || fail "replay released $EXPECT steps, expected 96"
-for r in NOT_PRESENT:32 OUT_OF_DOMAIN:33 DUPLICATE_REPORT:2; do   # + the adaptive lines; win/a's duplicate
+[ "$EXPECT" -eq 120 ] || fail "replay released $EXPECT steps, expected 120"
+for r in NOT_PRESENT:32 OUT_OF_DOMAIN:57 DUPLICATE_REPORT:26; do   # + the adaptive lines, win/a's duplicate, hypercube's
     n=$(grep -c "\"reason\":\"${r%%:*}\"" "$WORK/replay/rejected.jsonl" || true)
     [ "$n" -eq "${r##*:}" ] || fail "replay: expected ${r##*:} ${r%%:*} rejects, got $n"
 done

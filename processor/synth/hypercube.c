@@ -1,0 +1,796 @@
+/* hypercube.c — the release half of `hypercube`: online DP synthetic data
+ * on [0,1]^d (He, Vershynin, Zhu 2024, seed 004, Alg. 1, 3, 4;
+ * ALGORITHMS.md §8).
+ *
+ * Time.  The paper's time t is the number of points so far: a step with k
+ * points is the paper's times t+1..t+k (points_per_step bounds k).  Levels
+ * t_j = ceil(2^j/ε); level(t) = max{j >= 0 : t >= t_j} (0 before t_0).  The
+ * tree has depth min(level(t), max_depth): the split creating depth j
+ * halves coordinate (j−1) mod d (partition.h), and the depth-j cells appear
+ * at the first step whose t reaches t_j — the paper's loop "while t >=
+ * 2^r/ε: r <- r+1" creates them one level early, the slip ALGORITHMS.md §8
+ * corrects.  A step is one step of every counter (its input: the step's
+ * points in the cell); a step with no points is not a time of the paper:
+ * no counter moves and the release repeats.
+ *
+ * Counting (Alg. 1's Perturbation).  Every cell θ of depth 1..depth runs
+ * the inhomogeneous sparse counter of core/counter_sparse_cell.h with
+ * budgets ε_{|θ|,r} at level r (seed 004 eq. 4.1 and 5.1):
+ *   d >= 2: ε_{j,r} = C₁·ε·α^{j−r}, α = 2^{(1−1/d)/2}, C₁ = (1 − 1/α)/2,
+ *           starting level r₀ = j: a cell counts only the points from its
+ *           creation on (Alg. 1, "will not load the historical data");
+ *   d = 1:  ε_{j,r} = 3ε/(π²(j+1)²), r₀ = 0: a new cell replays the stored
+ *           history of steps from step 1 (the same keyed draws it would have
+ *           made had it existed; nothing of the replay is released).
+ * The root has no counter: its count t is public.  Past max_depth the tree
+ * stops refining; levels go on (each counter level has a finite horizon)
+ * and, for d >= 2, level r > max_depth uses the schedule of level
+ * max_depth, ε_{j,min(r,D)} — Prop. 4.1 needs sup_s Σ_j ε_{j,s} <= ε/2
+ * only, and the paper's ε_{j,r} for r > D would leave budget unspent.
+ *
+ * Privacy (pure ε, event-level, replacement neighbours: one point replaced
+ * at one time; seed 004 Prop. 4.1 / 5.1).  The replaced point and its
+ * replacement each lie on one root-to-leaf path; a point of a step at
+ * level r enters the counters of its path's cells at depths 1..min(r,D)
+ * (d = 1: all depths up to D, counting the cells created later that replay
+ * it), each ε_{j,r}-DP for it (Lemma 3.3).  Cost per point:
+ *   d >= 2: 2·Σ_{j=1..r'} C₁εα^{j−r'} = ε(1 − α^{−r'}) < ε,  r' = min(r, D)
+ *   d = 1:  2·Σ_{j=1..D} 3ε/(π²(j+1)²) < ε(1 − 6/π²) ≈ 0.39ε
+ * (the seed's d = 1 series is written for j >= 0; our cells start at
+ * j = 1, so the spend stays below ε — the ledger records what is spent).
+ * Different steps' points are different events, so the ledger is kept per
+ * step (like `marginal`'s) and spent_total is the current step's cost, the
+ * largest so far: it rises with the level towards the series' sum <= ε,
+ * never past it, over an infinite horizon.
+ *
+ * Consistency (Alg. 4, over |θ| <= depth: the paper's text stops at
+ * |θ| < r, the second slip).  m_root = t; top-down, each cell's m splits
+ * between its children in proportion to their clamped counts a, b >= 0:
+ * m₀ = floor(m·a/(a+b)), m₁ = m − m₀ (m₀ = floor(m/2) if a = b = 0), which
+ * satisfies (m₀ − a)(m₁ − b) >= 0.  Output: m_θ uniform points in each
+ * depth-`depth` cell — exactly t points.
+ *
+ * Points and ids.  Cell (k, path)'s points are drawn in order from a DRBG
+ * keyed by the cell, point i has id (2^k + path)·2^34 + i; while the depth
+ * stays, a cell's first m points stay, so a DELTA release is: removals
+ * (the id, no coordinates) of the points a cell lost, then the added ones;
+ * when the depth grows every old point is removed and the new cells' added.
+ *
+ * Cost.  The whole tree up to the current depth is materialised, because
+ * every cell draws its test noise at every step whether or not a point
+ * arrived (AboveThreshold must look at every step; skipping quiet cells
+ * would reveal which cells got points).  Memory ~48 bytes per cell, 2^(depth+1)
+ * cells ~ 2·ε·t: about 100·ε·t bytes (plus 16 bytes per point of history
+ * for d = 1); time per step O(cells) noise draws plus O(t) output points. */
+#include "synth/hypercube.h"
+#include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
+
+#include "core/counter_sparse_cell.h"
+#include "core/dp_error.h"
+#include "core/round.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HC_REL_MAGIC 0x4c455248u   /* "HREL" */
+#define NAME "hypercube"
+#define UNIT_BITS 20
+#define MAX_LEVEL 62u
+#define ID_BITS 34
+
+typedef struct hc_history {   /* d = 1: every counter step's points by finest cell */
+    uint64_t  steps, cap_steps;
+    uint64_t *t;               /* t after the step */
+    uint64_t *off;             /* cells of step s: [off[s], off[s+1]) (off has steps+1 entries) */
+    uint64_t  cells, cap_cells;
+    uint64_t *keys;
+    int64_t  *counts;
+} hc_history;
+
+typedef struct hc_release {
+    dp_hypercube_config cfg;
+    const dp_key       *key;
+    char               *stream_id;
+    size_t              stream_id_len;
+    /* schedule */
+    double              alpha, C1;
+    dp_isc_level       *lv;          /* [(D+1) · (MAX_LEVEL+1)], prepared on first use */
+    uint8_t            *lv_ready;
+    /* state */
+    uint64_t            done;        /* steps closed */
+    uint64_t            t;           /* points so far */
+    uint64_t            cstep;       /* counter steps (steps with points) */
+    unsigned            level;       /* level(t) at the last counter step */
+    unsigned            depth;       /* cells exist at depths 1..depth */
+    dp_isc_cell        *cells[DP_HYPERCUBE_MAX_DEPTH + 1];
+    uint64_t           *prev;        /* last release's points per cell at prev_depth */
+    unsigned            prev_depth;
+    hc_history          hist;
+    dp_ledger           ledger;      /* the last step's */
+    /* last release */
+    uint64_t            released;
+    int                 clamped;
+    int                 broken;      /* a step failed half-way: fail closed */
+    double              eps_step;
+    /* scratch */
+    uint64_t           *m, *m_next;  /* consistent counts of one depth */
+    double             *weights;
+    uint64_t           *cut;
+    uint64_t            n_records;
+    double              point_buf[DP_PARTITION_MAX_DIM];
+} hc_release;
+
+/* --- the schedule ------------------------------------------------------------------------ */
+
+/* t_j = ceil(2^j/ε); UINT64_MAX past 2^62. */
+static uint64_t level_start(const hc_release *m, unsigned j)
+{
+    double v = ceil(ldexp(1.0, (int)j) / m->cfg.epsilon);
+    return v < 4.6e18 ? (uint64_t)(v < 1 ? 1 : v) : UINT64_MAX;
+}
+
+static unsigned level_of(const hc_release *m, uint64_t t)
+{
+    unsigned r = 0;
+    while (r < MAX_LEVEL + 1 && level_start(m, r + 1) <= t)
+        r++;
+    return r;
+}
+
+/* Counter steps level r can hold, at most (distinct t in it). */
+static uint64_t level_horizon(const hc_release *m, unsigned r)
+{
+    uint64_t lo = r == 0 ? 1 : level_start(m, r), hi = level_start(m, r + 1);
+    return hi > lo ? hi - lo : 0;
+}
+
+static double eps_jr(const hc_release *m, unsigned j, unsigned r) { return dp_hypercube_eps(&m->cfg, j, r); }
+
+static double eps_step(const hc_release *m, unsigned r) { return dp_hypercube_eps_point(&m->cfg, r); }
+
+static int level_params(hc_release *m, unsigned j, unsigned r, const dp_isc_level **out, char *errstr,
+                        size_t errstr_size)
+{
+    if (r > MAX_LEVEL || j > m->cfg.max_depth)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": level %u beyond %u", r, MAX_LEVEL);
+    size_t i = (size_t)j * (MAX_LEVEL + 1) + r;
+    if (!m->lv_ready[i]) {
+        char why[160] = "";
+        int rc = dp_isc_level_prepare(&m->lv[i], eps_jr(m, j, r), level_horizon(m, r), why, sizeof why);
+        if (rc != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": depth %u level %u: %s", j, r, why);
+        m->lv_ready[i] = 1;
+    }
+    *out = &m->lv[i];
+    return DP_OK;
+}
+
+/* --- lifecycle ----------------------------------------------------------------------------- */
+
+static void history_free(hc_history *h)
+{
+    free(h->t);
+    free(h->off);
+    free(h->keys);
+    free(h->counts);
+    memset(h, 0, sizeof *h);
+}
+
+static void hc_release_destroy(dp_release_half *rel)
+{
+    hc_release *m = (hc_release *)rel;
+    if (!m)
+        return;
+    for (unsigned j = 0; j <= DP_HYPERCUBE_MAX_DEPTH; j++)
+        free(m->cells[j]);
+    free(m->lv);
+    free(m->lv_ready);
+    free(m->prev);
+    free(m->m);
+    free(m->m_next);
+    free(m->weights);
+    free(m->cut);
+    history_free(&m->hist);
+    dp_ledger_free(&m->ledger);
+    free(m->stream_id);
+    free(m);
+}
+
+static int new_step_ledger(hc_release *m, char *errstr, size_t errstr_size)
+{
+    dp_ledger_free(&m->ledger);
+    return dp_ledger_init_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, (uint64_t)1 << UNIT_BITS, errstr,
+                                errstr_size);
+}
+
+/* The step's spend in ledger units, rounded up (never under-reports). */
+static uint64_t step_units(const hc_release *m, unsigned r)
+{
+    return (uint64_t)ceil(eps_step(m, r) / m->cfg.epsilon * (double)((uint64_t)1 << UNIT_BITS));
+}
+
+static int grow_scratch(hc_release *m, unsigned depth);
+
+static int hc_release_create(dp_release_half **out, const json_t *config, const dp_synth_env *env, char *errstr,
+                             size_t errstr_size)
+{
+    *out = NULL;
+    hc_release *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    int rc = dp_hypercube_config_parse(&m->cfg, config, errstr, errstr_size);
+    if (rc != DP_OK) {
+        free(m);
+        return rc;
+    }
+    m->key = env->key;
+    m->stream_id_len = env->stream_id ? env->stream_id_len : 0;
+    size_t nl = (size_t)(m->cfg.max_depth + 1) * (MAX_LEVEL + 1);
+    if (!(m->stream_id = malloc(m->stream_id_len + 1)) || !(m->lv = calloc(nl, sizeof *m->lv)) ||
+        !(m->lv_ready = calloc(nl, 1)) || !(m->prev = calloc(1, sizeof *m->prev)) || grow_scratch(m, 0) != DP_OK) {
+        hc_release_destroy((dp_release_half *)m);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    }
+    if (m->stream_id_len)
+        memcpy(m->stream_id, env->stream_id, m->stream_id_len);
+    m->stream_id[m->stream_id_len] = '\0';
+    dp_hypercube_schedule_constants(&m->cfg, &m->alpha, &m->C1);
+    /* The plan: the series' supremum (every level's spend is below it). */
+    double sup = m->cfg.box.d == 1 ? eps_step(m, 0) : m->cfg.epsilon;
+    if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK ||
+        (rc = dp_ledger_check_plan(&m->ledger, (dp_privacy){DP_PRIVACY_PURE, sup}, errstr, errstr_size)) != DP_OK) {
+        hc_release_destroy((dp_release_half *)m);
+        return rc;
+    }
+    *out = (dp_release_half *)m;
+    return DP_OK;
+}
+
+/* --- counting ------------------------------------------------------------------------------- */
+
+static void cell_label(char *buf, size_t n, unsigned j, uint64_t path)
+{
+    snprintf(buf, n, NAME "/%u/%llu", j, (unsigned long long)path);
+}
+
+/* One counter step for every depth-j cell: inputs from the step's finest
+ * cells (keys ascending), test noise from one stream per (step, depth). */
+static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, const uint64_t *keys,
+                       const int64_t *counts, size_t n, char *errstr, size_t errstr_size)
+{
+    const dp_isc_level *lv;
+    int rc = level_params(m, j, r, &lv, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    char qlabel[48], label[64];
+    snprintf(qlabel, sizeof qlabel, NAME "/q/%u", j);
+    dp_drbg qg;
+    dp_drbg_init(&qg, m->key, m->stream_id, m->stream_id_len, cstep, qlabel);
+    unsigned shift = m->cfg.max_depth - j;
+    size_t i = 0;
+    uint64_t cells = (uint64_t)1 << j;
+    for (uint64_t p = 0; p < cells && rc == DP_OK; p++) {
+        int64_t x = 0;
+        while (i < n && (keys[i] >> shift) == p)
+            x += counts[i++];
+        cell_label(label, sizeof label, j, p);
+        dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, label};
+        rc = dp_isc_step(&m->cells[j][p], lv, r, x, &qg, &k);
+        if (rc != DP_OK)
+            rc = dp_err(errstr, errstr_size, rc, NAME ": counter of cell %u/%llu refused step %llu", j,
+                        (unsigned long long)p, (unsigned long long)cstep);
+    }
+    dp_drbg_wipe(&qg);
+    return rc;
+}
+
+/* Level r ended: fold every depth-j cell (one stream per (level, depth)). */
+static int fold_depth(hc_release *m, unsigned j, unsigned r, char *errstr, size_t errstr_size)
+{
+    const dp_isc_level *lv;
+    int rc = level_params(m, j, r, &lv, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    char label[48];
+    snprintf(label, sizeof label, NAME "/fold/%u", j);
+    dp_drbg g;
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, r, label);
+    uint64_t cells = (uint64_t)1 << j;
+    for (uint64_t p = 0; p < cells && rc == DP_OK; p++)
+        rc = dp_isc_fold(&m->cells[j][p], lv, &g);
+    dp_drbg_wipe(&g);
+    return rc == DP_OK ? DP_OK : dp_err(errstr, errstr_size, rc, NAME ": folding level %u at depth %u", r, j);
+}
+
+static int history_append(hc_history *h, uint64_t t, const dp_stats *st)
+{
+    if (h->steps + 1 >= h->cap_steps) {
+        uint64_t cap = h->cap_steps ? h->cap_steps * 2 : 64;
+        uint64_t *a = realloc(h->t, cap * sizeof *a);
+        if (!a)
+            return DP_ENOMEM;
+        h->t = a;
+        if (!(a = realloc(h->off, (cap + 1) * sizeof *a)))
+            return DP_ENOMEM;
+        h->off = a;
+        h->cap_steps = cap;
+    }
+    if (h->cells + st->n_cells > h->cap_cells) {
+        uint64_t cap = h->cap_cells ? h->cap_cells : 256;
+        while (cap < h->cells + st->n_cells)
+            cap *= 2;
+        uint64_t *k = realloc(h->keys, cap * sizeof *k);
+        if (!k)
+            return DP_ENOMEM;
+        h->keys = k;
+        int64_t *c = realloc(h->counts, cap * sizeof *c);
+        if (!c)
+            return DP_ENOMEM;
+        h->counts = c;
+        h->cap_cells = cap;
+    }
+    if (h->steps == 0)
+        h->off[0] = 0;
+    memcpy(h->keys + h->cells, st->keys, st->n_cells * sizeof *h->keys);
+    memcpy(h->counts + h->cells, st->counts, st->n_cells * sizeof *h->counts);
+    h->cells += st->n_cells;
+    h->t[h->steps++] = t;
+    h->off[h->steps] = h->cells;
+    return DP_OK;
+}
+
+/* d = 1: the new depth-j cells replay counter steps 1..steps of the history
+ * (r₀ = 0), folding where levels ended, as if they had run from step 1. */
+static int replay_depth(hc_release *m, unsigned j, unsigned r_now, char *errstr, size_t errstr_size)
+{
+    const hc_history *h = &m->hist;
+    int rc = DP_OK;
+    for (uint64_t s = 0; s < h->steps && rc == DP_OK; s++) {
+        unsigned r = level_of(m, h->t[s]);
+        if (s > 0) {
+            unsigned prev = level_of(m, h->t[s - 1]);
+            if (r != prev && (rc = fold_depth(m, j, prev, errstr, errstr_size)) != DP_OK)
+                break;
+        }
+        rc = count_depth(m, j, r, s + 1, h->keys + h->off[s], h->counts + h->off[s],
+                         (size_t)(h->off[s + 1] - h->off[s]), errstr, errstr_size);
+    }
+    /* the level of the last stored step may have ended with it */
+    if (rc == DP_OK && h->steps && level_of(m, h->t[h->steps - 1]) != r_now)
+        rc = fold_depth(m, j, level_of(m, h->t[h->steps - 1]), errstr, errstr_size);
+    return rc;
+}
+
+static int grow_scratch(hc_release *m, unsigned depth)
+{
+    size_t n = (size_t)1 << depth;
+    uint64_t *a = realloc(m->m, n * sizeof *a), *b;
+    if (!a)
+        return DP_ENOMEM;
+    m->m = a;
+    if (!(b = realloc(m->m_next, n * sizeof *b)))
+        return DP_ENOMEM;
+    m->m_next = b;
+    double *w = realloc(m->weights, n * sizeof *w);
+    if (!w)
+        return DP_ENOMEM;
+    m->weights = w;
+    if (!(a = realloc(m->cut, n * sizeof *a)))
+        return DP_ENOMEM;
+    m->cut = a;
+    return DP_OK;
+}
+
+/* The step's counting: advance the level (fold, new cells), then one
+ * counter step of every cell. */
+static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t errstr_size)
+{
+    unsigned r = level_of(m, m->t);
+    if (r > MAX_LEVEL)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": t = %llu is past the last level",
+                      (unsigned long long)m->t);
+    int rc = DP_OK;
+    if (m->cstep > 0 && r != m->level)
+        for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
+            rc = fold_depth(m, j, m->level, errstr, errstr_size);
+    unsigned depth = r < m->cfg.max_depth ? r : m->cfg.max_depth;
+    if (rc == DP_OK && depth > m->depth && (rc = grow_scratch(m, depth)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": out of memory for depth %u", depth);
+    for (unsigned j = m->depth + 1; j <= depth && rc == DP_OK; j++) {
+        if (!(m->cells[j] = calloc((size_t)1 << j, sizeof *m->cells[j])))
+            return dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory for %llu cells at depth %u",
+                          (unsigned long long)1 << j, j);
+        if (m->cfg.box.d == 1)
+            rc = replay_depth(m, j, r, errstr, errstr_size);
+        m->depth = j;
+    }
+    m->level = r;
+    m->cstep++;
+    for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
+        rc = count_depth(m, j, r, m->cstep, st->keys, st->counts, st->n_cells, errstr, errstr_size);
+    if (rc == DP_OK && m->cfg.box.d == 1 && (rc = history_append(&m->hist, m->t, st)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": out of memory for the history");
+    return rc;
+}
+
+/* --- consistency and output ---------------------------------------------------------------- */
+
+/* m->m[path] = the consistent count of every depth-`depth` cell. */
+static void consistency(hc_release *m)
+{
+    m->m[0] = m->t;
+    for (unsigned j = 0; j < m->depth; j++) {
+        const dp_isc_cell *ch = m->cells[j + 1];
+        uint64_t cells = (uint64_t)1 << j;
+        for (uint64_t p = 0; p < cells; p++)
+            dp_partition_split_count(m->m[p], dp_isc_output(&ch[2 * p]), dp_isc_output(&ch[2 * p + 1]), &m->m_next[2 * p],
+                  &m->m_next[2 * p + 1]);
+        uint64_t *tmp = m->m;
+        m->m = m->m_next;
+        m->m_next = tmp;
+    }
+}
+
+static int emit_point(hc_release *m, const dp_release_sink *sink, unsigned k, uint64_t path, uint64_t i,
+                      int removal)
+{
+    dp_synth_record r = {.synthetic_id = ((((uint64_t)1 << k) | path) << ID_BITS) | i,
+                         .value = {.kind = DP_PAYLOAD_POINT, .point = m->point_buf,
+                                   .point_len = removal ? 0 : m->cfg.box.d}};
+    m->n_records++;
+    return sink->record ? sink->record(sink->ctx, &r) : 0;
+}
+
+/* Cell (k, path)'s points [from, to), drawn from its first point on. */
+static int emit_cell(hc_release *m, const dp_release_sink *sink, unsigned k, uint64_t path, uint64_t from,
+                     uint64_t to)
+{
+    if (from >= to)
+        return 0;
+    char label[64];
+    snprintf(label, sizeof label, NAME "/points/%u/%llu", k, (unsigned long long)path);
+    dp_drbg g;
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, 0, label);
+    int rc = 0;
+    for (uint64_t i = 0; i < to && rc == 0; i++) {
+        dp_partition_sample(&m->cfg.box, k, path, &g, m->point_buf);
+        if (i >= from)
+            rc = emit_point(m, sink, k, path, i, 0);
+    }
+    dp_drbg_wipe(&g);
+    return rc;
+}
+
+/* The release's points per cell: m, or past max_release_points a
+ * systematic-rounding cut to it (flagged). */
+static const uint64_t *release_counts(hc_release *m, uint64_t step)
+{
+    uint64_t cells = (uint64_t)1 << m->depth, cap = m->cfg.max_release_points;
+    m->clamped = m->t > cap;
+    if (!m->clamped)
+        return m->m;
+    for (uint64_t p = 0; p < cells; p++)
+        m->weights[p] = (double)m->m[p];
+    dp_drbg g;
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, step, NAME "/rounding");
+    dp_round_systematic(m->weights, (size_t)cells, cap, &g, m->cut);
+    dp_drbg_wipe(&g);
+    return m->cut;
+}
+
+static int emit_points(hc_release *m, const uint64_t *cnt, const dp_release_sink *sink)
+{
+    uint64_t cells = (uint64_t)1 << m->depth, prev_cells = (uint64_t)1 << m->prev_depth;
+    int delta = m->cfg.delta_output, same = m->prev_depth == m->depth;
+    int rc = 0;
+    m->n_records = 0;
+    if (delta)   /* removals first, in cell order */
+        for (uint64_t p = 0; p < prev_cells && rc == 0; p++)
+            for (uint64_t i = same ? cnt[p] : 0; i < m->prev[p] && rc == 0; i++)
+                rc = emit_point(m, sink, m->prev_depth, p, i, 1);
+    for (uint64_t p = 0; p < cells && rc == 0; p++)
+        rc = emit_cell(m, sink, m->depth, p, delta && same ? m->prev[p] : 0, cnt[p]);
+    return rc;
+}
+
+static int remember(hc_release *m, const uint64_t *cnt)
+{
+    uint64_t cells = (uint64_t)1 << m->depth;
+    if (m->depth != m->prev_depth) {
+        uint64_t *p = realloc(m->prev, cells * sizeof *p);
+        if (!p)
+            return DP_ENOMEM;
+        m->prev = p;
+        m->prev_depth = m->depth;
+    }
+    memcpy(m->prev, cnt, cells * sizeof *cnt);
+    m->released = 0;
+    for (uint64_t p = 0; p < cells; p++)
+        m->released += cnt[p];
+    return DP_OK;
+}
+
+static int emit_event(hc_release *m, uint64_t step, int counted, const dp_release_sink *sink)
+{
+    const dp_hypercube_config *c = &m->cfg;
+    double diam = ldexp(1.0, -(int)(m->depth / c->box.d));   /* the finest cells' side on [0,1]^d (ℓ∞) */
+    dp_kv kv[] = {{"depth", (double)m->depth},
+                  {"level", (double)m->level},
+                  {"cells", (double)(((uint64_t)2 << m->depth) - 1)},
+                  {"t", (double)m->t},
+                  {"total", (double)m->released},
+                  {"finest_cell_side", diam}};
+    dp_release_manifest man = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .synthesizer = NAME,
+        .mode = c->delta_output ? DP_RELEASE_DELTA : DP_RELEASE_FULL,
+        .record_count = m->n_records,
+        .clamped = m->clamped,
+        .debias = kv,
+        .n_debias = sizeof kv / sizeof kv[0],
+    };
+    int rc = sink->manifest ? sink->manifest(sink->ctx, &man) : 0;
+    if (rc != 0)
+        return rc;
+    dp_kv noise[] = {{"epsilon_point", m->eps_step},
+                     {"series_sum", c->box.d == 1 ? eps_step(m, 0) : c->epsilon},
+                     {"C1", m->C1},
+                     {"alpha", m->alpha},
+                     {"dims", (double)c->box.d},
+                     {"points_per_step", (double)c->points_per_step}};
+    dp_budget_event e = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .status = m->broken ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
+        .mechanism = NAME "/inhomogeneous_sparse_counting+discrete_laplace",
+        .unit = "event-level: one point replaced at one time (parallel over steps)",
+        .neighbors = "replace",
+        .public_inputs = "the configuration (box, budget, depth limit), the step boundaries and each step's number "
+                         "of points (fixed under replacement neighbours); t, the level, the depth and the cells "
+                         "follow from them",
+        .model = DP_PRIVACY_PURE,
+        .noise = noise,
+        .n_noise = sizeof noise / sizeof noise[0],
+        .delta = 0,
+    };
+    dp_budget_event_parallel_steps(&e, &m->ledger, e.delta);
+    if (!counted)
+        e.spent_step = 0, e.spent_units_step = 0;
+    return sink->budget ? sink->budget(sink->ctx, &e) : 0;
+}
+
+static int check_stats(const hc_release *m, uint64_t step, const dp_stats *st, char *errstr, size_t errstr_size)
+{
+    if (step != m->done + 1 || st->step != step || !st->sorted)
+        return dp_err(errstr, errstr_size, DP_ESTATE, NAME ": statistics for step %llu, expected %llu",
+                      (unsigned long long)st->step, (unsigned long long)(m->done + 1));
+    int64_t n = st->scalars[DP_HYPERCUBE_SCALAR_POINTS], sum = 0;
+    for (size_t i = 0; i < st->n_cells; i++) {
+        if (st->keys[i] >> m->cfg.max_depth || st->counts[i] <= 0 || st->counts[i] > DP_ISC_MAX_INPUT)
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": cell statistic out of range");
+        sum += st->counts[i];
+    }
+    if (n != sum || n > DP_ISC_MAX_INPUT || m->t + (uint64_t)n < m->t)
+        return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": the step's point count does not match its cells");
+    return DP_OK;
+}
+
+static int hc_release_step(dp_release_half *rel, uint64_t step, const dp_stats *st, const dp_release_sink *sink,
+                           char *errstr, size_t errstr_size)
+{
+    hc_release *m = (hc_release *)rel;
+    if (m->broken)
+        return dp_err(errstr, errstr_size, DP_EHORIZON, NAME ": stream stopped after a failed step");
+    int rc = check_stats(m, step, st, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    int64_t n = st->scalars[DP_HYPERCUBE_SCALAR_POINTS];
+    /* A step without points reads nobody's data and keeps the last
+     * step's ledger (its spend is the total so far; the event says 0 for
+     * the step itself). */
+    if (n > 0) {
+        if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->t += (uint64_t)n;
+        unsigned r = level_of(m, m->t);
+        uint64_t units = step_units(m, r);
+        m->eps_step = eps_step(m, r);
+        if (units && (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/sparse_counting", units, errstr,
+                                                 errstr_size)) != DP_OK)
+            return rc;
+        if ((rc = count_step(m, st, errstr, errstr_size)) != DP_OK) {
+            m->broken = 1;   /* a half-counted step is not continued; restore from a snapshot */
+            return rc;
+        }
+    }
+    consistency(m);
+    const uint64_t *cnt = release_counts(m, step);
+    if ((rc = emit_points(m, cnt, sink)) != 0)
+        return rc;
+    if ((rc = remember(m, cnt)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": out of memory");
+    m->done = step;
+    return emit_event(m, step, n > 0, sink);
+}
+
+/* Never by budget: the series' sum is within it over an infinite horizon. */
+static int hc_release_exhausted(const dp_release_half *rel) { return ((const hc_release *)rel)->broken; }
+
+static const dp_ledger *hc_release_ledger(const dp_release_half *rel) { return &((const hc_release *)rel)->ledger; }
+
+static uint64_t hc_next_step(const dp_release_half *rel) { return ((const hc_release *)rel)->done + 1; }
+
+/* --- snapshots ---------------------------------------------------------------------------- */
+
+static int hc_release_save(const dp_release_half *rel, dp_buf *b)
+{
+    const hc_release *m = (const hc_release *)rel;
+    const dp_hypercube_config *c = &m->cfg;
+    dp_buf_put_u32(b, HC_REL_MAGIC);
+    dp_buf_put_u32(b, c->box.d);
+    dp_buf_put_u32(b, c->max_depth);
+    dp_buf_put_u64(b, c->points_per_step);
+    dp_buf_put_u8(b, (uint8_t)c->delta_output);
+    dp_buf_put_f64(b, c->epsilon);
+    dp_buf_put_u64(b, m->done);
+    dp_buf_put_u64(b, m->t);
+    dp_buf_put_u64(b, m->cstep);
+    dp_buf_put_u32(b, m->level);
+    dp_buf_put_u32(b, m->depth);
+    dp_buf_put_u32(b, m->prev_depth);
+    dp_buf_put_f64(b, m->eps_step);
+    dp_buf_put_u8(b, (uint8_t)m->clamped);
+    int rc = dp_long_ledger_save(&m->ledger, b);
+    for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
+        for (uint64_t p = 0; p < ((uint64_t)1 << j); p++)
+            dp_isc_save(&m->cells[j][p], b);
+    for (uint64_t p = 0; p < ((uint64_t)1 << m->prev_depth) && rc == DP_OK; p++)
+        dp_buf_put_u64(b, m->prev[p]);
+    const hc_history *h = &m->hist;
+    dp_buf_put_u64(b, h->steps);
+    for (uint64_t s = 0; s < h->steps; s++) {
+        dp_buf_put_u64(b, h->t[s]);
+        dp_buf_put_u64(b, h->off[s + 1] - h->off[s]);
+        for (uint64_t i = h->off[s]; i < h->off[s + 1]; i++) {
+            dp_buf_put_u64(b, h->keys[i]);
+            dp_buf_put_i64(b, h->counts[i]);
+        }
+    }
+    return rc == DP_OK ? dp_buf_status(b) : rc;
+}
+
+static int load_history(hc_release *m, dp_reader *r)
+{
+    uint64_t steps = dp_reader_u64(r);
+    if (dp_reader_status(r) != DP_OK || steps != (m->cfg.box.d == 1 ? m->cstep : 0) ||
+        steps > (r->len - r->off) / 16)
+        return DP_ECORRUPT;
+    uint64_t last_t = 0;
+    dp_stats st;
+    dp_stats_init(&st, 0);
+    int rc = DP_OK;
+    for (uint64_t s = 0; s < steps && rc == DP_OK; s++) {
+        uint64_t t = dp_reader_u64(r), n = dp_reader_u64(r);
+        if (dp_reader_status(r) != DP_OK || t <= last_t || t > m->t || n > t - last_t || n > (r->len - r->off) / 16) {
+            rc = DP_ECORRUPT;
+            break;
+        }
+        dp_stats_clear(&st, 0);
+        uint64_t prev_key = 0;
+        int64_t sum = 0;
+        for (uint64_t i = 0; i < n && rc == DP_OK; i++) {
+            uint64_t k = dp_reader_u64(r);
+            int64_t c = dp_reader_i64(r);
+            if (dp_reader_status(r) != DP_OK || k >> m->cfg.max_depth || (i && k <= prev_key) || c <= 0 ||
+                (uint64_t)c > t - last_t)
+                rc = DP_ECORRUPT;
+            else
+                rc = dp_stats_add(&st, k, c);
+            prev_key = k;
+            sum += c;
+        }
+        if (rc == DP_OK && (uint64_t)sum != t - last_t)
+            rc = DP_ECORRUPT;
+        if (rc == DP_OK && (rc = dp_stats_finish(&st)) == DP_OK)
+            rc = history_append(&m->hist, t, &st);
+        last_t = t;
+    }
+    dp_stats_free(&st);
+    if (rc == DP_OK && steps && last_t != m->t)
+        rc = DP_ECORRUPT;
+    return rc;
+}
+
+static int hc_release_load(dp_release_half *rel, dp_reader *r)
+{
+    hc_release *m = (hc_release *)rel;
+    const dp_hypercube_config *c = &m->cfg;
+    if (dp_reader_u32(r) != HC_REL_MAGIC || dp_reader_u32(r) != c->box.d || dp_reader_u32(r) != c->max_depth ||
+        dp_reader_u64(r) != c->points_per_step || dp_reader_u8(r) != (uint8_t)c->delta_output ||
+        dp_reader_f64(r) != c->epsilon)
+        return DP_ECORRUPT;
+    m->done = dp_reader_u64(r);
+    m->t = dp_reader_u64(r);
+    m->cstep = dp_reader_u64(r);
+    m->level = dp_reader_u32(r);
+    unsigned depth = dp_reader_u32(r), prev_depth = dp_reader_u32(r);
+    m->eps_step = dp_reader_f64(r);
+    m->clamped = dp_reader_u8(r) != 0;
+    if (dp_reader_status(r) != DP_OK || m->cstep > m->done || m->cstep > m->t ||
+        (m->cstep && m->level != level_of(m, m->t)) || (!m->cstep && (m->t || m->level)) ||
+        depth != (m->level < c->max_depth ? m->level : c->max_depth) || prev_depth != (m->done ? depth : 0))
+        return DP_ECORRUPT;
+    if (dp_long_ledger_load(&m->ledger, r) != DP_OK)
+        return DP_ECORRUPT;
+    if (grow_scratch(m, depth) != DP_OK)
+        return DP_ENOMEM;
+    char label[64];
+    for (unsigned j = 1; j <= depth; j++) {
+        const dp_isc_level *lv;
+        char why[160];
+        if (level_params(m, j, m->level, &lv, why, sizeof why) != DP_OK)
+            return DP_ECORRUPT;
+        uint64_t cells = (uint64_t)1 << j;
+        if (cells > (r->len - r->off) / 29 + 1 || !(m->cells[j] = calloc(cells, sizeof *m->cells[j])))
+            return DP_ECORRUPT;
+        m->depth = j;
+        for (uint64_t p = 0; p < cells; p++) {
+            cell_label(label, sizeof label, j, p);
+            dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, label};
+            if (dp_isc_load(&m->cells[j][p], lv, m->level, &k, r) != DP_OK)
+                return DP_ECORRUPT;
+        }
+    }
+    uint64_t pc = (uint64_t)1 << prev_depth, total = 0;
+    uint64_t *p = realloc(m->prev, pc * sizeof *p);
+    if (!p)
+        return DP_ENOMEM;
+    m->prev = p;
+    m->prev_depth = prev_depth;
+    for (uint64_t i = 0; i < pc; i++) {
+        m->prev[i] = dp_reader_u64(r);
+        if (m->prev[i] > m->t - total)
+            return DP_ECORRUPT;
+        total += m->prev[i];
+    }
+    m->released = total;
+    if (dp_reader_status(r) != DP_OK || total != (m->t > c->max_release_points ? c->max_release_points : m->t))
+        return DP_ECORRUPT;
+    int rc = load_history(m, r);
+    return rc != DP_OK ? rc : dp_reader_status(r);
+}
+
+int dp_hypercube_counts(const dp_release_half *rel, unsigned j, int64_t *out, uint64_t n)
+{
+    const hc_release *m = (const hc_release *)rel;
+    if (j == 0 || j > m->depth || n != ((uint64_t)1 << j))
+        return DP_EINVAL;
+    for (uint64_t p = 0; p < n; p++)
+        out[p] = dp_isc_output(&m->cells[j][p]);
+    return DP_OK;
+}
+
+const dp_synth_ops dp_synth_ops_hypercube = {
+    .name = NAME,
+    .ingest_create = dp_hypercube_ingest_create,
+    .ingest_update = dp_hypercube_ingest_update,
+    .ingest_close = dp_hypercube_ingest_close,
+    .ingest_roster_complete = dp_hypercube_ingest_roster_complete,
+    .ingest_save = dp_hypercube_ingest_save,
+    .ingest_load = dp_hypercube_ingest_load,
+    .ingest_destroy = dp_hypercube_ingest_destroy,
+    .ingest_open_step = dp_hypercube_ingest_open_step,
+    .release_create = hc_release_create,
+    .release_step = hc_release_step,
+    .release_exhausted = hc_release_exhausted,
+    .release_save = hc_release_save,
+    .release_load = hc_release_load,
+    .release_destroy = hc_release_destroy,
+    .release_ledger = hc_release_ledger,
+    .release_next_step = hc_next_step,
+};

@@ -1,0 +1,50 @@
+/* hypercube_config.h — the validated JSON configuration of `hypercube`
+ * (He, Vershynin, Zhu 2024, seed 004; ALGORITHMS.md §8).
+ *
+ * Keys (unknown keys refused; every error names its key):
+ *   dims                d (default: the box's dimension, else 2)
+ *   box                 [[min, max], …] one pair per dimension, mapped onto [0,1]^d
+ *                       (default the unit cube)
+ *   epsilon             pure ε-DP, event-level, replacement neighbours: one point
+ *                       replaced at one time (required)
+ *   points_per_step     b: a step holds at most b points, the paper's times
+ *                       t+1..t+b (default 1, the paper's setting)
+ *   max_depth           D: the partition stops refining at depth D (memory bound,
+ *                       2^(D+1) cells; default 20)
+ *   output              "full" (default: all t points) | "delta" (changes since the
+ *                       last release)
+ *   max_release_points  a FULL release with more points is cut and flagged (default 10^7)
+ *   delta               accepted and unused (pure ε) */
+#ifndef DP_HYPERCUBE_CONFIG_H
+#define DP_HYPERCUBE_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "synth/partition.h"
+
+#define DP_HYPERCUBE_MAX_DEPTH 28          /* 2^29 cells of 48 bytes: the hard ceiling */
+#define DP_HYPERCUBE_MAX_POINTS_PER_STEP ((uint64_t)1 << 32)
+
+typedef struct dp_hypercube_config {
+    dp_box   box;
+    double   epsilon;
+    uint64_t points_per_step;
+    uint32_t max_depth;
+    int      delta_output;
+    uint64_t max_release_points;
+} dp_hypercube_config;
+
+int dp_hypercube_config_parse(dp_hypercube_config *c, const json_t *cfg, char *errstr, size_t errstr_size);
+
+/* The budget schedule (seed 004 eq. 4.1, 5.1; hypercube.c says why r is
+ * capped at max_depth for d >= 2):
+ *   d >= 2: ε_{j,r} = C₁·ε·α^{j−min(r,D)}, α = 2^{(1−1/d)/2}, C₁ = (1 − 1/α)/2
+ *   d = 1:  ε_{j,r} = 3ε/(π²(j+1)²)  (alpha = 1, C1 = 3/π² reported) */
+void   dp_hypercube_schedule_constants(const dp_hypercube_config *c, double *alpha, double *C1);
+double dp_hypercube_eps(const dp_hypercube_config *c, unsigned j, unsigned r);
+/* What one point of a step at level r costs: twice (the replaced point and
+ * its replacement) the sum over the depths that count it. */
+double dp_hypercube_eps_point(const dp_hypercube_config *c, unsigned r);
+
+#endif
