@@ -15,6 +15,7 @@
 #include "demo/demo_marginal.h"
 #include "demo/demo_spatial.h"
 #include "demo/demo_adaptive.h"
+#include "demo/demo_hypercube.h"
 #include "demo/mock_harness.h"
 #include "core/dp_error.h"
 
@@ -23,7 +24,8 @@ typedef struct demo_run {
     dp_demo_table  *tab;
     dp_demo_map    *map;
     dp_demo_modes  *modes;
-    dp_release_sink win, cum, tbl, mp, md;
+    dp_demo_drops  *drops;
+    dp_release_sink win, cum, tbl, mp, md, dr;
     uint64_t        win_budget_step, cum_budget_step;   /* newest budget event seen per stream */
 } demo_run;
 
@@ -42,6 +44,7 @@ static int on_release(void *ctx, const dp_release_manifest *m, const dp_synth_re
                                : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_TABLE_STREAM)      ? &r->tbl
                                : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_MAP_STREAM)        ? &r->mp
                                : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_MODES_STREAM)      ? &r->md
+                               : is_stream(m->stream_id, m->stream_id_len, DP_DEMO_DROPS_STREAM)      ? &r->dr
                                                                                                         : NULL;
     if (!s)
         return DP_OK;   /* not ours */
@@ -77,6 +80,9 @@ static int on_budget(void *ctx, const dp_budget_event *e)
     } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_MODES_STREAM)) {
         if (e->step >= r->modes->ledger.budget_step)
             return r->md.budget(r->md.ctx, e);
+    } else if (is_stream(e->stream_id, e->stream_id_len, DP_DEMO_DROPS_STREAM)) {
+        if (e->step >= r->drops->ledger.budget_step)
+            return r->dr.budget(r->dr.ctx, e);
     }
     return DP_OK;
 }
@@ -91,20 +97,23 @@ static int64_t mono_ms(void)
 static json_t *demo_streams(const dp_demo_params *p)
 {
     json_t *w = dp_demo_window_config(p), *c = dp_demo_cumulative_config(p), *t = dp_demo_table_config(p),
-           *m = dp_demo_map_config(p), *a = dp_demo_modes_config(p);
-    if (!w || !c || !t || !m || !a) {
+           *m = dp_demo_map_config(p), *a = dp_demo_modes_config(p), *h = dp_demo_drops_config(p);
+    if (!w || !c || !t || !m || !a || !h) {
         json_decref(w);
         json_decref(c);
         json_decref(t);
         json_decref(m);
         json_decref(a);
+        json_decref(h);
         return NULL;
     }
-    return json_pack("[{s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}]", "match",
+    return json_pack("[{s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, {s:s, s:s, s:o}, "
+                     "{s:s, s:s, s:o}]", "match",
                      DP_DEMO_WINDOW_STREAM, "synthesizer", "window", "config", w, "match", DP_DEMO_CUMULATIVE_STREAM,
                      "synthesizer", "cumulative", "config", c, "match", DP_DEMO_TABLE_STREAM, "synthesizer",
                      "marginal", "config", t, "match", DP_DEMO_MAP_STREAM, "synthesizer", "spatial", "config", m,
-                     "match", DP_DEMO_MODES_STREAM, "synthesizer", "adaptive", "config", a);
+                     "match", DP_DEMO_MODES_STREAM, "synthesizer", "adaptive", "config", a, "match",
+                     DP_DEMO_DROPS_STREAM, "synthesizer", "hypercube", "config", h);
 }
 
 /* The CLOSE_STEP marker of `stream` for month t. */
@@ -136,10 +145,13 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
     dp_demo_map_init(&mp, p);
     dp_demo_modes md;
     dp_demo_modes_init(&md, p);
+    dp_demo_drops dr;
+    dp_demo_drops_init(&dr, p);
     if ((rc = dp_demo_state_init(&d, p)) != DP_OK) {
         dp_demo_table_free(&tab);
         dp_demo_map_free(&mp);
         dp_demo_modes_free(&md);
+        dp_demo_drops_free(&dr);
         dp_panel_gen_free(&gen);
         return dp_err(errstr, errn, rc, "demo: cannot set up views");
     }
@@ -154,9 +166,9 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
     if ((rc = dp_mock_processor_start(h, key, "demo", 1000, errstr, errn)) != DP_OK)
         goto out;
 
-    demo_run r = {.d = &d, .tab = &tab, .map = &mp, .modes = &md, .win = dp_demo_window_sink(&d),
+    demo_run r = {.d = &d, .tab = &tab, .map = &mp, .modes = &md, .drops = &dr, .win = dp_demo_window_sink(&d),
                   .cum = dp_demo_cumulative_sink(&d), .tbl = dp_demo_table_sink(&tab), .mp = dp_demo_map_sink(&mp),
-                  .md = dp_demo_modes_sink(&md)};
+                  .md = dp_demo_modes_sink(&md), .dr = dp_demo_drops_sink(&dr)};
     dp_mock_outputs outs = {.sink = {.ctx = &r, .release = on_release, .notice = NULL},
                             .budget = on_budget,
                             .ctx = &r};
@@ -196,6 +208,10 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
             rc = dp_err(errstr, errn, rc, "demo: producing the modes stream's month %" PRIu64, t);
         if (rc == DP_OK)
             rc = produce_marker(h, DP_DEMO_MODES_STREAM, t, errstr, errn);
+        if (rc == DP_OK && (rc = dp_demo_drops_month(&dr, t, produce_update, h)) != DP_OK)
+            rc = dp_err(errstr, errn, rc, "demo: producing the drops stream's month %" PRIu64, t);
+        if (rc == DP_OK)
+            rc = produce_marker(h, DP_DEMO_DROPS_STREAM, t, errstr, errn);
         if (rc == DP_OK)
             rc = dp_mock_flush(h, step_timeout_ms, errstr, errn);
         if (rc == DP_OK)
@@ -208,8 +224,9 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
                  dp_export_asm_released(as, DP_DEMO_TABLE_STREAM, sizeof DP_DEMO_TABLE_STREAM - 1, t) &&
                  dp_export_asm_released(as, DP_DEMO_MAP_STREAM, sizeof DP_DEMO_MAP_STREAM - 1, t) &&
                  dp_export_asm_released(as, DP_DEMO_MODES_STREAM, sizeof DP_DEMO_MODES_STREAM - 1, t) &&
+                 dp_export_asm_released(as, DP_DEMO_DROPS_STREAM, sizeof DP_DEMO_DROPS_STREAM - 1, t) &&
                  r.win_budget_step >= t && r.cum_budget_step >= t && tab.ledger.budget_step >= t && mp.ledger.budget_step >= t &&
-                 md.ledger.budget_step >= t)) {
+                 md.ledger.budget_step >= t && dr.ledger.budget_step >= t)) {
             if (!dp_mock_processor_running(h)) {
                 rc = dp_mock_processor_stop(h, errstr, errn);
                 if (rc == DP_OK)
@@ -227,7 +244,8 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
         if (rc != DP_OK)
             break;
         if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK ||
-            dp_demo_map_note(&mp, t) != DP_OK || dp_demo_modes_note(&md, t) != DP_OK || dp_mock_dead_letters(h) ||
+            dp_demo_map_note(&mp, t) != DP_OK || dp_demo_modes_note(&md, t) != DP_OK ||
+            dp_demo_drops_note(&dr, t) != DP_OK || dp_mock_dead_letters(h) ||
             dp_mock_undecodable(h)) {
             rc = dp_err(errstr, errn, DP_ESTATE, "demo: unexpected output (%" PRIu64 " dead letters, %" PRIu64
                         " undecodable messages, or a release not in the documented format)",
@@ -244,6 +262,7 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
         dp_demo_table_print(f, &tab);
         dp_demo_map_print(f, &mp);
         dp_demo_modes_print(f, &md);
+        dp_demo_drops_print(f, &dr);
     }
 out:
     dp_mock_destroy(h);
@@ -252,6 +271,7 @@ out:
     dp_demo_table_free(&tab);
     dp_demo_map_free(&mp);
     dp_demo_modes_free(&md);
+    dp_demo_drops_free(&dr);
     dp_panel_gen_free(&gen);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "demo/demo_marginal.h"
 #include "demo/demo_spatial.h"
 #include "demo/demo_adaptive.h"
+#include "demo/demo_hypercube.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -269,10 +270,12 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     dp_demo_panel_params(p, &pp);
     dp_panel_gen gen;
     dp_demo_state d;
-    dp_synth *win = NULL, *cum = NULL, *tbl = NULL, *map = NULL, *mod = NULL;
-    json_t *wcfg = NULL, *ccfg = NULL, *tcfg = NULL, *mcfg = NULL, *acfg = NULL;
+    dp_synth *win = NULL, *cum = NULL, *tbl = NULL, *map = NULL, *mod = NULL, *drp = NULL;
+    json_t *wcfg = NULL, *ccfg = NULL, *tcfg = NULL, *mcfg = NULL, *acfg = NULL, *hcfg = NULL;
     dp_demo_modes md;
     dp_demo_modes_init(&md, p);
+    dp_demo_drops dr;
+    dp_demo_drops_init(&dr, p);
     dp_demo_table tab;
     dp_demo_table_init(&tab, p);
     dp_demo_map mp;
@@ -282,6 +285,7 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         dp_demo_table_free(&tab);
         dp_demo_map_free(&mp);
         dp_demo_modes_free(&md);
+        dp_demo_drops_free(&dr);
         return rc;
     }
     if ((rc = dp_demo_state_init(&d, p)) != DP_OK) {
@@ -293,7 +297,8 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     tcfg = dp_demo_table_config(p);
     mcfg = dp_demo_map_config(p);
     acfg = dp_demo_modes_config(p);
-    if (!wcfg || !ccfg || !tcfg || !mcfg || !acfg) {
+    hcfg = dp_demo_drops_config(p);
+    if (!wcfg || !ccfg || !tcfg || !mcfg || !acfg || !hcfg) {
         rc = dp_err(errstr, errstr_size, DP_ENOMEM, "demo: out of memory");
         goto out;
     }
@@ -306,16 +311,20 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     dp_synth_env menv = {.key = key, .stream_id = DP_DEMO_MAP_STREAM, .stream_id_len = sizeof DP_DEMO_MAP_STREAM - 1};
     dp_synth_env aenv = {.key = key, .stream_id = DP_DEMO_MODES_STREAM,
                          .stream_id_len = sizeof DP_DEMO_MODES_STREAM - 1};
+    dp_synth_env henv = {.key = key, .stream_id = DP_DEMO_DROPS_STREAM,
+                         .stream_id_len = sizeof DP_DEMO_DROPS_STREAM - 1};
     if ((rc = dp_synth_create(&win, "window", wcfg, &wenv, errstr, errstr_size)) != DP_OK ||
         (rc = dp_synth_create(&cum, "cumulative", ccfg, &cenv, errstr, errstr_size)) != DP_OK ||
         (rc = dp_synth_create(&tbl, "marginal", tcfg, &tenv, errstr, errstr_size)) != DP_OK ||
         (rc = dp_synth_create(&map, "spatial", mcfg, &menv, errstr, errstr_size)) != DP_OK ||
-        (rc = dp_synth_create(&mod, "adaptive", acfg, &aenv, errstr, errstr_size)) != DP_OK)
+        (rc = dp_synth_create(&mod, "adaptive", acfg, &aenv, errstr, errstr_size)) != DP_OK ||
+        (rc = dp_synth_create(&drp, "hypercube", hcfg, &henv, errstr, errstr_size)) != DP_OK)
         goto out;
 
     dp_demo_print_intro(f, p);
     dp_release_sink wsink = dp_demo_window_sink(&d), csink = dp_demo_cumulative_sink(&d),
-                    tsink = dp_demo_table_sink(&tab), msink = dp_demo_map_sink(&mp), asink = dp_demo_modes_sink(&md);
+                    tsink = dp_demo_table_sink(&tab), msink = dp_demo_map_sink(&mp), asink = dp_demo_modes_sink(&md),
+                    hsink = dp_demo_drops_sink(&dr);
     char entity[32];
     for (uint64_t t = 1; t <= p->steps; t++) {
         if ((rc = dp_panel_gen_next(&gen)) != DP_OK)
@@ -366,8 +375,14 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         }
         if ((rc = dp_synth_close_step(mod, &asink, errstr, errstr_size)) != DP_OK)
             goto out;
+        if ((rc = dp_demo_drops_month(&dr, t, ingest_table_update, drp)) != DP_OK) {
+            rc = dp_err(errstr, errstr_size, rc, "demo: the drops stream refused a point");
+            goto out;
+        }
+        if ((rc = dp_synth_close_step(drp, &hsink, errstr, errstr_size)) != DP_OK)
+            goto out;
         if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK || dp_demo_map_note(&mp, t) != DP_OK ||
-            dp_demo_modes_note(&md, t) != DP_OK) {
+            dp_demo_modes_note(&md, t) != DP_OK || dp_demo_drops_note(&dr, t) != DP_OK) {
             rc = dp_err(errstr, errstr_size, DP_ESTATE, "demo: a release did not have the documented format");
             goto out;
         }
@@ -378,6 +393,7 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         dp_demo_table_print(f, &tab);
         dp_demo_map_print(f, &mp);
         dp_demo_modes_print(f, &md);
+        dp_demo_drops_print(f, &dr);
     }
 out:
     dp_synth_destroy(win);
@@ -385,6 +401,8 @@ out:
     dp_synth_destroy(tbl);
     dp_synth_destroy(map);
     dp_synth_destroy(mod);
+    dp_synth_destroy(drp);
+    json_decref(hcfg);
     json_decref(wcfg);
     json_decref(ccfg);
     json_decref(tcfg);
@@ -393,6 +411,7 @@ out:
     dp_demo_table_free(&tab);
     dp_demo_map_free(&mp);
     dp_demo_modes_free(&md);
+    dp_demo_drops_free(&dr);
     dp_demo_state_free(&d);
     dp_panel_gen_free(&gen);
     return rc;

@@ -12,7 +12,9 @@
 #   * the third stream, a table through `marginal`, prints 12 months;
 #   * the fourth, check-ins through `spatial`, prints 12 months;
 #   * the fifth, transport modes through `adaptive`, prints 12 months, at
-#     most 4 of them new releases.
+#     most 4 of them new releases;
+#   * the sixth, parcel drop-offs through `hypercube`, prints 12 months,
+#     each release with exactly as many synthetic drop-offs as true ones.
 # Usage: bash demo_cli.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: demo_cli.sh path/to/dpstream}
@@ -84,6 +86,17 @@ grep -q "adaptive/dsat+svt+discrete_laplace, spent eps 1 of 1 (EXHAUSTED)" "$WOR
     || fail "the modes ledger line is missing"
 atrue() { grep '^  modes ' "$1" | sed -E 's|/-?[0-9]+||g; s|new release||; s|repeat||; s|; L1.*||'; }
 [ "$(atrue "$WORK/offline.txt")" = "$(atrue "$WORK/offline2.txt")" ] || fail "modes: true counts depend on the key"
+# The drops stream (hypercube): 12 months, every release exactly as many
+# synthetic drop-offs as true ones so far, the true shares independent of
+# the key, the synthetic ones not.
+[ "$(grep -c '^  drops ' "$WORK/kafka.txt")" -eq 12 ] || fail "kafka demo did not print 12 drops months"
+grep '^  drops ' "$WORK/kafka.txt" | awk '$3 != $5 { exit 1 }' || fail "drops: a release without exactly t points"
+grep -q "hypercube/inhomogeneous_sparse_counting+discrete_laplace, spent eps 0.9" "$WORK/kafka.txt" \
+    || fail "the drops ledger line is missing"
+dtrue() { grep '^  drops ' "$1" | sed -E 's|/[0-9]+%||g; s|; largest.*||'; }
+dsyn() { grep '^  drops ' "$1" | sed -E 's|[0-9]+/||g'; }
+[ "$(dtrue "$WORK/offline.txt")" = "$(dtrue "$WORK/offline2.txt")" ] || fail "drops: true shares depend on the key"
+[ "$(dsyn "$WORK/offline.txt")" != "$(dsyn "$WORK/offline2.txt")" ] || fail "drops: synthetic shares do not depend on the key"
 # Bad usage is refused.
 if "$BIN" demo --bogus 2>/dev/null; then fail "unknown option accepted"; fi
 echo "PASS demo_cli"
