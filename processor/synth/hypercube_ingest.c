@@ -55,15 +55,11 @@ static dp_reject_reason check(const hypercube_ingest *m, const dp_update *u)
         return DP_REJECT_LATE;
     if (u->step > m->open_step)
         return DP_REJECT_FUTURE_STEP;
-    if ((u->kind != DP_UPDATE_REPORT && u->kind != DP_UPDATE_INSERT) || u->payload.kind != DP_PAYLOAD_POINT)
+    if ((u->kind != DP_UPDATE_REPORT && u->kind != DP_UPDATE_INSERT))
         return DP_REJECT_WRONG_KIND;
-    if (!u->payload.point || u->payload.point_len != m->cfg.box.d)
-        return DP_REJECT_OUT_OF_DOMAIN;
-    for (uint32_t i = 0; i < m->cfg.box.d; i++)
-        if (!isfinite(u->payload.point[i]))
-            return DP_REJECT_MALFORMED;
-    if (!dp_box_contains(&m->cfg.box, u->payload.point))
-        return DP_REJECT_OUT_OF_DOMAIN;
+    dp_reject_reason r = (dp_reject_reason)dp_box_check_point(&m->cfg.box, &u->payload);
+    if (r != DP_REJECT_NONE)
+        return r;
     return m->n >= m->cfg.points_per_step ? DP_REJECT_DUPLICATE_REPORT : DP_REJECT_NONE;
 }
 

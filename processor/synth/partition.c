@@ -1,5 +1,6 @@
 /* partition.c — see partition.h. */
 #include "synth/partition.h"
+#include "synth/synth.h"
 
 #include "core/dp_error.h"
 
@@ -233,4 +234,16 @@ void dp_partition_split_count(uint64_t m, int64_t na, int64_t nb, uint64_t *m0, 
     unsigned __int128 s = (unsigned __int128)a + b;
     *m0 = s == 0 ? m / 2 : (uint64_t)((unsigned __int128)m * a / s);
     *m1 = m - *m0;
+}
+
+int dp_box_check_point(const dp_box *b, const dp_payload *p)
+{
+    if (p->kind != DP_PAYLOAD_POINT)
+        return DP_REJECT_WRONG_KIND;
+    if (!p->point || p->point_len != b->d)
+        return DP_REJECT_OUT_OF_DOMAIN;
+    for (uint32_t i = 0; i < b->d; i++)
+        if (!isfinite(p->point[i]))
+            return DP_REJECT_MALFORMED;
+    return dp_box_contains(b, p->point) ? DP_REJECT_NONE : DP_REJECT_OUT_OF_DOMAIN;
 }

@@ -35,6 +35,13 @@ typedef struct dp_box {
 /* 1 if x (d coordinates, finite) lies in the closed box. */
 int dp_box_contains(const dp_box *b, const double *x);
 
+/* Whether an update's payload is a point of this box (spatial, hypercube):
+ * WRONG_KIND if it is not a Point, OUT_OF_DOMAIN with another dimension or
+ * outside the box, MALFORMED with a non-finite coordinate, else NONE.
+ * (A dp_reject_reason, synth.h; int here so partition.h stays below it.) */
+struct dp_payload;
+int dp_box_check_point(const dp_box *b, const struct dp_payload *p);
+
 /* The path of the depth-`depth` cell containing x (x in the box). */
 uint64_t dp_partition_path(const dp_box *b, const double *x, uint32_t depth);
 

@@ -81,14 +81,9 @@ static dp_reject_reason check(const spatial_ingest *m, const dp_update *u)
         return DP_REJECT_LATE;
     if (u->step > m->open_step)
         return DP_REJECT_FUTURE_STEP;
-    if ((u->kind != DP_UPDATE_INSERT && u->kind != DP_UPDATE_DELETE) || u->payload.kind != DP_PAYLOAD_POINT)
+    if ((u->kind != DP_UPDATE_INSERT && u->kind != DP_UPDATE_DELETE))
         return DP_REJECT_WRONG_KIND;
-    if (!u->payload.point || u->payload.point_len != m->cfg.box.d)
-        return DP_REJECT_OUT_OF_DOMAIN;
-    for (uint32_t i = 0; i < m->cfg.box.d; i++)
-        if (!isfinite(u->payload.point[i]))
-            return DP_REJECT_MALFORMED;
-    return dp_box_contains(&m->cfg.box, u->payload.point) ? DP_REJECT_NONE : DP_REJECT_OUT_OF_DOMAIN;
+    return (dp_reject_reason)dp_box_check_point(&m->cfg.box, &u->payload);
 }
 
 int dp_spatial_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason)
