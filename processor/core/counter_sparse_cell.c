@@ -63,7 +63,8 @@ static int64_t keyed_draw(const dp_isc_keys *k, const dp_dlap *d, unsigned r, co
                           uint64_t b)
 {
     char label[160];
-    snprintf(label, sizeof label, "%s/%s/%llu/%llu", k->cell, what, (unsigned long long)a, (unsigned long long)b);
+    snprintf(label, sizeof label, "%s/%llu/%llu/%s/%llu/%llu", k->prefix, (unsigned long long)k->a,
+             (unsigned long long)k->b, what, (unsigned long long)a, (unsigned long long)b);
     dp_drbg g;
     dp_drbg_init(&g, k->key, k->stream_id, k->stream_id_len, r, label);
     int64_t v = dp_dlap_sample(d, &g);

@@ -64,13 +64,15 @@ int dp_isc_level_prepare(dp_isc_level *lv, double eps, uint64_t h, char *errstr,
  * the level (counter_sparse.c's bound for Alg. 2), and the fold's variance. */
 double dp_isc_level_bound(const dp_isc_level *lv, uint64_t u);
 
-/* Names the cell's keyed draws: the synthesizer's key and stream, and a
- * label unique to the cell (e.g. "hypercube/7/45"). */
+/* Names the cell's keyed draws: the synthesizer's key and stream, and the
+ * cell as "<prefix>/<a>/<b>" (e.g. "hypercube/7/45" for depth 7, path 45),
+ * formatted only when a keyed draw is made. */
 typedef struct dp_isc_keys {
     const dp_key *key;
     const char   *stream_id;
     size_t        stream_id_len;
-    const char   *cell;
+    const char   *prefix;
+    uint64_t      a, b;
 } dp_isc_keys;
 
 typedef struct dp_isc_cell {

@@ -250,11 +250,6 @@ static int hc_release_create(dp_release_half **out, const json_t *config, const 
 
 /* --- counting ------------------------------------------------------------------------------- */
 
-static void cell_label(char *buf, size_t n, unsigned j, uint64_t path)
-{
-    snprintf(buf, n, NAME "/%u/%llu", j, (unsigned long long)path);
-}
-
 /* One counter step for every depth-j cell: inputs from the step's finest
  * cells (keys ascending), test noise from one stream per (step, depth). */
 static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, const uint64_t *keys,
@@ -264,7 +259,7 @@ static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, co
     int rc = level_params(m, j, r, &lv, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
-    char qlabel[48], label[64];
+    char qlabel[48];
     snprintf(qlabel, sizeof qlabel, NAME "/q/%u", j);
     dp_drbg qg;
     dp_drbg_init(&qg, m->key, m->stream_id, m->stream_id_len, cstep, qlabel);
@@ -275,8 +270,7 @@ static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, co
         int64_t x = 0;
         while (i < n && (keys[i] >> shift) == p)
             x += counts[i++];
-        cell_label(label, sizeof label, j, p);
-        dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, label};
+        dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, NAME, j, p};
         rc = dp_isc_step(&m->cells[j][p], lv, r, x, &qg, &k);
         if (rc != DP_OK)
             rc = dp_err(errstr, errstr_size, rc, NAME ": counter of cell %u/%llu refused step %llu", j,
@@ -453,9 +447,11 @@ static int emit_cell(hc_release *m, const dp_release_sink *sink, unsigned k, uin
     snprintf(label, sizeof label, NAME "/points/%u/%llu", k, (unsigned long long)path);
     dp_drbg g;
     dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, 0, label);
+    double lo[DP_PARTITION_MAX_DIM], hi[DP_PARTITION_MAX_DIM];
+    dp_partition_region(&m->cfg.box, k, path, lo, hi);
     int rc = 0;
     for (uint64_t i = 0; i < to && rc == 0; i++) {
-        dp_partition_sample(&m->cfg.box, k, path, &g, m->point_buf);
+        dp_partition_sample_region(m->cfg.box.d, lo, hi, &g, m->point_buf);
         if (i >= from)
             rc = emit_point(m, sink, k, path, i, 0);
     }
@@ -729,7 +725,6 @@ static int hc_release_load(dp_release_half *rel, dp_reader *r)
         return DP_ECORRUPT;
     if (grow_scratch(m, depth) != DP_OK)
         return DP_ENOMEM;
-    char label[64];
     for (unsigned j = 1; j <= depth; j++) {
         const dp_isc_level *lv;
         char why[160];
@@ -740,8 +735,7 @@ static int hc_release_load(dp_release_half *rel, dp_reader *r)
             return DP_ECORRUPT;
         m->depth = j;
         for (uint64_t p = 0; p < cells; p++) {
-            cell_label(label, sizeof label, j, p);
-            dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, label};
+            dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, NAME, j, p};
             if (dp_isc_load(&m->cells[j][p], lv, m->level, &k, r) != DP_OK)
                 return DP_ECORRUPT;
         }

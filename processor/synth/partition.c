@@ -55,7 +55,12 @@ void dp_partition_sample(const dp_box *b, uint32_t depth, uint64_t path, dp_drbg
 {
     double lo[DP_PARTITION_MAX_DIM], hi[DP_PARTITION_MAX_DIM];
     dp_partition_region(b, depth, path, lo, hi);
-    for (uint32_t i = 0; i < b->d; i++) {
+    dp_partition_sample_region(b->d, lo, hi, g, out);
+}
+
+void dp_partition_sample_region(uint32_t d, const double *lo, const double *hi, dp_drbg *g, double *out)
+{
+    for (uint32_t i = 0; i < d; i++) {
         double u = (double)(dp_drbg_u64(g) >> 11) * 0x1.0p-53;   /* [0, 1) */
         double x = lo[i] + u * (hi[i] - lo[i]);
         /* rounding may land on hi: keep the point in its own cell */

@@ -51,6 +51,9 @@ void dp_partition_region(const dp_box *b, uint32_t depth, uint64_t path, double 
 /* A uniform point of the cell's region, from 53 random bits per
  * coordinate of g (deterministic given g's state). */
 void dp_partition_sample(const dp_box *b, uint32_t depth, uint64_t path, dp_drbg *g, double *out);
+/* The same for a region [lo, hi) already computed by dp_partition_region
+ * (many points of one cell). */
+void dp_partition_sample_region(uint32_t d, const double *lo, const double *hi, dp_drbg *g, double *out);
 
 /* Keys of the depth-`depth` descendants of (k, path) form the half-open
  * range [path << (depth-k), (path+1) << (depth-k)). */

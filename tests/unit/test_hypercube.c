@@ -278,7 +278,7 @@ static double fold_variance(double scale_factor, int keys)
         dp_key key;
         dptest_key(&key, 3);
         memcpy(key.bytes, &key_i, sizeof key_i);
-        dp_isc_keys kk = {&key, "f", 1, "cell"};
+        dp_isc_keys kk = {&key, "f", 1, "cell", 0, 0};
         dp_isc_cell c = {0};
         int64_t total = 0;
         for (uint64_t u = 1; u <= 64; u++) {
@@ -358,7 +358,7 @@ static void test_d1_replay_equals_from_start(void)
             dp_isc_level lv;
             uint64_t lo = last_level == 0 ? 1 : (uint64_t)ceil(ldexp(1.0, (int)last_level) / eps);
             uint64_t hi = (uint64_t)ceil(ldexp(1.0, (int)last_level + 1) / eps);
-            char label[64], ql[32];
+            char ql[32];
             if (step > 1 && level != last_level) {
                 CU_ASSERT_EQUAL_FATAL(dp_isc_level_prepare(&lv, dp_hypercube_eps(&cfg, d, last_level), hi - lo, err,
                                                            sizeof err), DP_OK);
@@ -380,8 +380,7 @@ static void test_d1_replay_equals_from_start(void)
                 int64_t xin = 0;
                 while (i < st.n_cells && (st.keys[i] >> (D - d)) == p)
                     xin += st.counts[i++];
-                snprintf(label, sizeof label, "hypercube/%u/%llu", d, (unsigned long long)p);
-                dp_isc_keys kk = {&key, "hc/1", 4, label};
+                dp_isc_keys kk = {&key, "hc/1", 4, "hypercube", d, p};
                 CU_ASSERT_EQUAL(dp_isc_step(&cells[d][p], &lv, level, xin, &g, &kk), DP_OK);
             }
             int64_t got[1 << D];
