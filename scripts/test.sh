@@ -11,7 +11,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-bash scripts/install-deps.sh || exit 1
+bash scripts/install-deps.sh --tests || exit 1
 bash scripts/build.sh release || exit 1
 bash scripts/build.sh asan || exit 1
 

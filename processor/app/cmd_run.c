@@ -4,6 +4,7 @@
  *                [--state-key-file F] [--instance-id ID] [--chunk-records N]
  *                [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]
  *                [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]
+ *                [--http HOST:PORT [--http-input-metrics]]
  *
  * Environment: DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers of the
  * config; DPSTREAM_INSTANCE_ID is the default of --instance-id.  The
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/http_server.h"
 #include "core/dp_error.h"
 #include "stream/log.h"
 #include "stream/processor.h"
@@ -40,6 +42,7 @@ static void run_usage(FILE *f)
             "                    [--state-key-file F] [--instance-id ID] [--chunk-records N]\n"
             "                    [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]\n"
             "                    [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]\n"
+            "                    [--http HOST:PORT [--http-input-metrics]]\n"
             "\n"
             "Consumes the config's updates topic in a consumer group and, for every\n"
             "closed step of every stream, commits one Kafka transaction with the\n"
@@ -55,8 +58,14 @@ static void run_usage(FILE *f)
             "  --snapshot-chunk-bytes N  split a snapshot's state into Snapshot messages of at\n"
             "                        most N state bytes each (default 524288; 64..786432, under\n"
             "                        the broker's ~1 MiB message.max.bytes)\n"
+            "  --http HOST:PORT      serve /metrics, /healthz, /readyz, /api/streams and the live\n"
+            "                        page on this address (off unless given; the host is bound as\n"
+            "                        given, e.g. 127.0.0.1:9464; port 0 picks a free one)\n"
+            "  --http-input-metrics  also serve exact counts about the input (updates, dead letters\n"
+            "                        by reason, lag, latencies): private data, for operators only\n"
             "  --debug-commit-delay-ms MS  testing aid: pause inside each transaction before its\n"
             "                        commit (crash tests use it to kill mid-transaction)\n"
+            "  --debug-restore-delay-ms MS  testing aid: pause at the start of every restore\n"
             "DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers.  SIGTERM/SIGINT stop cleanly.\n");
 }
 
@@ -67,12 +76,18 @@ int cmd_run(int argc, char **argv)
     const char *instance_id = getenv("DPSTREAM_INSTANCE_ID");
     const char *log_level = "info";
     uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000, debug_delay = 0;
-    uint64_t snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
+    uint64_t snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES, restore_delay = 0;
+    const char *http = NULL;
+    int http_input = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             run_usage(stdout);
             return 0;
+        }
+        if (strcmp(a, "--http-input-metrics") == 0) {   /* the one flag without a value */
+            http_input = 1;
+            continue;
         }
         if (i + 1 >= argc) {
             run_usage(stderr);
@@ -92,6 +107,8 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(a, "--dlq-commit-ms") == 0) num = &dlq_ms;
         else if (strcmp(a, "--debug-commit-delay-ms") == 0) num = &debug_delay;
         else if (strcmp(a, "--snapshot-chunk-bytes") == 0) num = &snap_chunk;
+        else if (strcmp(a, "--debug-restore-delay-ms") == 0) num = &restore_delay;
+        else if (strcmp(a, "--http") == 0) http = v;
         else {
             run_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);
@@ -114,6 +131,8 @@ int cmd_run(int argc, char **argv)
     dp_log_set_level(lvl);
     if (!instance_id || !*instance_id)
         instance_id = "0";
+    if (http_input && !http)
+        return cli_fail(cmd, "--http-input-metrics needs --http");
 
     dp_key key, state_key;
     if (cli_load_key(cmd, key_file, key_hex, &key) != 0)
@@ -138,6 +157,24 @@ int cmd_run(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
+    dp_metrics *metrics = NULL;
+    dp_http_server *server = NULL;
+    if (http) {
+        dp_metrics_options mo = {.input_metrics = http_input, .version = DPSTREAM_VERSION};
+        if (dp_metrics_create(&metrics, &mo) != DP_OK || dp_http_start(&server, &(dp_http_options){.address = http},
+                                                                        metrics, err, sizeof err) != DP_OK) {
+            if (!metrics)
+                snprintf(err, sizeof err, "out of memory");
+            dp_metrics_destroy(metrics);
+            dp_stream_config_free(cfg);
+            dp_key_wipe(&key);
+            if (state_key_file)
+                dp_key_wipe(&state_key);
+            return cli_fail(cmd, "%s", err);
+        }
+        dp_log(DP_LOG_INFO, "serving /metrics, /healthz, /readyz and the live page on %s (port %u)%s", http,
+               dp_http_port(server), http_input ? ", with the input-class metrics" : "");
+    }
     const char *bs = getenv("DPSTREAM_BOOTSTRAP_SERVERS");
     dp_processor_options o = {.config = cfg,
                               .noise_key = &key,
@@ -150,9 +187,13 @@ int cmd_run(int argc, char **argv)
                               .dlq_commit_ms = (int64_t)dlq_ms,
                               .debug_commit_delay_ms = (int64_t)debug_delay,
                               .snapshot_chunk_bytes = (size_t)snap_chunk,
+                              .metrics = metrics,
+                              .debug_restore_delay_ms = (int64_t)restore_delay,
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);
+    dp_http_stop(server);
+    dp_metrics_destroy(metrics);
     dp_stream_config_free(cfg);
     dp_key_wipe(&key);
     if (state_key_file)

@@ -8,6 +8,7 @@
  * transactional API, state_record.h (progress records).  Everything that
  * produces (a dead letter, a close, a rebalance, shutdown) first waits for
  * a running commit (ps_commit_wait). */
+#define _GNU_SOURCE   /* pthread_tryjoin_np */
 #include "stream/committer.h"
 
 #include <pthread.h>
@@ -98,6 +99,8 @@ static int commit_outcome(proc *p)
            p->commit_open_ms, p->commit_done_ms - p->commit_handoff_ms, p->commit_flush_ms,
            ps_now_ms() - p->commit_done_ms);
     p->rewinds_in_row = 0;
+    if (p->o->metrics)
+        dp_metrics_txn_committed(p->o->metrics, (double)(p->commit_done_ms - p->commit_handoff_ms) / 1000.0);
     return DP_OK;
 }
 
@@ -107,6 +110,14 @@ int ps_commit_wait(proc *p)
     if (!p->committing)
         return DP_OK;
     pthread_join(p->committer, NULL);
+    p->committing = 0;
+    return commit_outcome(p);
+}
+
+int ps_commit_poll(proc *p)
+{
+    if (!p->committing || pthread_tryjoin_np(p->committer, NULL) != 0)
+        return DP_OK;
     p->committing = 0;
     return commit_outcome(p);
 }
@@ -138,6 +149,8 @@ void ps_txn_abort(proc *p)
     }
     p->txn_open = 0;
     p->need_rewind = 1;
+    if (p->o->metrics)
+        dp_metrics_txn_aborted(p->o->metrics);
 }
 
 static void *committer_main(void *arg)

@@ -18,5 +18,9 @@ void ps_txn_abort(proc *p);
 int  ps_txn_commit(proc *p, int wait);
 /* Wait for a commit running on the committer thread, and take its outcome. */
 int  ps_commit_wait(proc *p);
+/* The same if that commit has already finished, without waiting: the loop
+ * harvests outcomes as they come (the metrics count a transaction when it
+ * commits, not when the next one needs the producer). */
+int  ps_commit_poll(proc *p);
 
 #endif

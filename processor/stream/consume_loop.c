@@ -58,8 +58,11 @@ static int dead_letter_at(proc *p, int32_t partition, int64_t offset, const void
     }
     rc = ps_produce(p, p->producer, p->cfg->topic_dead_letter, RD_KAFKA_PARTITION_UA,
                     dp_codec_type_name(DP_CODEC_DEAD_LETTER), key, key_len, p->enc.data, p->enc.len);
-    if (rc == DP_OK)
+    if (rc == DP_OK) {
         p->n_dlq++;
+        if (p->o->metrics)
+            dp_metrics_stage_dead_letter(p->o->metrics, reason);
+    }
     dp_log(DP_LOG_DEBUG, "dead letter %s at %s[%" PRId32 "]@%" PRId64 ": %s", dp_reject_reason_name(reason),
            p->cfg->topic_updates, partition, offset, text);
     return rc;
@@ -89,6 +92,7 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
 {
     int again = 1;
     while (again) {
+        int64_t t0 = ps_now_ms();
         int rc = ps_txn_begin(p);
         if (rc != DP_OK)
             return rc;
@@ -115,6 +119,8 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
             return rc;
         }
         ps_release_end(p);
+        if (p->o->metrics)
+            dp_metrics_stage_close_time(p->o->metrics, (double)(ps_now_ms() - t0) / 1000.0);
         if ((rc = ps_txn_commit(p, 0)) != DP_OK)
             return rc;
         p->n_steps++;
@@ -133,12 +139,16 @@ static void consumed(proc *p, const rd_kafka_message_t *m)
     ps_partition *pp = &p->parts[m->partition];
     pp->position = m->offset + 1;
     pp->dirty = 1;
+    if (p->o->metrics)
+        dp_metrics_consumed(p->o->metrics, m->partition, 1);
 }
 
 static int accepted(proc *p, ps_stream *s, int64_t offset)
 {
     if (s->pending == NO_OFFSET)
         s->pending = offset;
+    if (p->o->metrics)
+        dp_metrics_accepted(p->o->metrics, 1);
     return DP_OK;
 }
 

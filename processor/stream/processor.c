@@ -33,6 +33,16 @@ const size_t dp_processor_consumer_defaults_n =
 
 /* --- setup ------------------------------------------------------------------------ */
 
+/* librdkafka's statistics, on the consumer's poll (= the loop's) thread. */
+static int kafka_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    (void)rk;
+    proc *p = opaque;
+    if (p->o->metrics)
+        dp_metrics_kafka_stats(p->o->metrics, json, len);
+    return 0;   /* librdkafka frees json */
+}
+
 static const char *config_value(const dp_stream_config *c, const char *name)
 {
     for (size_t i = 0; i < c->n_kafka; i++)
@@ -128,6 +138,14 @@ static int setup(proc *p, char *errstr, size_t errn)
         return DP_EINVAL;
     rd_kafka_conf_set_rebalance_cb(conf, ps_rebalance_cb);
     rd_kafka_conf_set_opaque(conf, p);
+    if (p->o->metrics && dp_metrics_input_enabled(p->o->metrics)) {
+        /* the input-class gauges from librdkafka's statistics, every 5 s
+         * unless the config's "kafka" object sets the interval */
+        if (!config_value(p->cfg, "statistics.interval.ms") &&
+            rd_kafka_conf_set(conf, "statistics.interval.ms", "5000", err, sizeof err) != RD_KAFKA_CONF_OK)
+            return dp_err(errstr, errn, DP_EINVAL, "consumer: %s", err);
+        rd_kafka_conf_set_stats_cb(conf, kafka_stats);
+    }
     if (!(p->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err)))
         return dp_err(errstr, errn, DP_EINVAL, "consumer: %s", err);
     rd_kafka_poll_set_consumer(p->consumer);
@@ -165,6 +183,24 @@ static void log_progress(proc *p, int64_t now)
            p->n_markers, p->streams.count, lag);
     p->last_msgs = p->n_msgs;
     p->last_progress_ms = now;
+}
+
+/* The metrics' view is due: lags (cached watermarks) and the heartbeat. */
+static void metrics_tick(proc *p, int64_t now, int64_t *last_lag_ms)
+{
+    dp_metrics *m = p->o->metrics;
+    if (dp_metrics_input_enabled(m) && now - *last_lag_ms >= 500) {
+        *last_lag_ms = now;
+        for (int32_t i = 0; i < p->n_parts; i++) {
+            int64_t lo = 0, hi = 0, lag = -1;
+            if (p->parts[i].assigned && p->parts[i].position != NO_OFFSET &&
+                rd_kafka_get_watermark_offsets(p->consumer, p->cfg->topic_updates, i, &lo, &hi) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR)
+                lag = hi > p->parts[i].position ? hi - p->parts[i].position : 0;
+            dp_metrics_lag(m, i, p->parts[i].assigned ? lag : -1);
+        }
+    }
+    dp_metrics_tick(m, now);
 }
 
 static void teardown(proc *p)
@@ -245,7 +281,7 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     if (rc == DP_OK)
         rc = setup(&p, errstr, errstr_size);
     p.last_progress_ms = ps_now_ms();
-    int64_t last_idle_check = 0;
+    int64_t last_idle_check = 0, last_lag_ms = 0;
     while (rc == DP_OK && !*o->stop && !p.fatal) {
         uint64_t generation = p.generation;
         ssize_t n = consume_batch(&p);
@@ -280,6 +316,10 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
         }
         if (o->progress_interval_ms > 0 && now - p.last_progress_ms >= o->progress_interval_ms)
             log_progress(&p, now);
+        if (ps_commit_poll(&p) != DP_OK && !p.fatal && !*o->stop)
+            p.need_rewind = 1;   /* the commit failed: rewound on the next turn, like a failed close */
+        if (o->metrics)
+            metrics_tick(&p, now, &last_lag_ms);
     }
     if (rc == DP_OK && p.fatal)
         rc = dp_err(errstr, errstr_size, p.fatal_refused ? DP_EKEY : DP_ESTATE, "%s", p.fatal_msg);

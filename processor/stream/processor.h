@@ -104,6 +104,7 @@
 #include <stdint.h>
 
 #include "core/drbg.h"
+#include "stream/metrics.h"
 #include "stream/stream_config.h"
 
 typedef struct dp_processor_options {
@@ -120,6 +121,9 @@ typedef struct dp_processor_options {
                                              committing, so a kill -9 lands mid-transaction */
     volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
     size_t        snapshot_chunk_bytes;   /* state bytes per Snapshot message (0: the default) */
+    dp_metrics   *metrics;                /* NULL: none (`--http` off); see metrics.h */
+    int64_t       debug_restore_delay_ms; /* testing aid: pause at the start of every restore, so
+                                             a test sees /readyz answer 503 */
     int           skip_create_topics;     /* the output topics exist already: do not call
                                              rd_kafka_CreateTopics (librdkafka's mock cluster
                                              has no Admin API; the embedded demo creates them) */

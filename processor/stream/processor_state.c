@@ -20,6 +20,8 @@ void ps_set_fatal(proc *p, const char *fmt, const char *detail)
     if (!p->fatal) {
         p->fatal = 1;
         snprintf(p->fatal_msg, sizeof p->fatal_msg, fmt, detail);
+        if (p->o->metrics)
+            dp_metrics_fatal(p->o->metrics, p->fatal_msg);
     }
 }
 

@@ -67,6 +67,8 @@ int ps_rewind_assigned(proc *p)
     l = rd_kafka_topic_partition_list_copy(cur);
     rd_kafka_topic_partition_list_destroy(cur);
     dp_log(DP_LOG_WARN, "transaction aborted: rewinding %d partition(s) to their last committed state", l->cnt);
+    if (p->o->metrics)
+        dp_metrics_rewind(p->o->metrics);
     rc = ps_restore_partitions(p, l);
     if (rc == DP_OK && (rc = seek_to(p, l)) != DP_OK)
         ps_set_fatal(p, "%s", "seek after rewind failed");
@@ -96,6 +98,17 @@ int ps_reseek_assigned(proc *p)
         rc = seek_to(p, l);
     rd_kafka_topic_partition_list_destroy(l);
     return rc;
+}
+
+/* Tell the metrics how many partitions this instance holds now. */
+static void count_assigned(proc *p)
+{
+    if (!p->o->metrics)
+        return;
+    int n = 0;
+    for (int32_t i = 0; i < p->n_parts; i++)
+        n += p->parts[i].assigned != 0;
+    dp_metrics_partitions(p->o->metrics, n);
 }
 
 void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
@@ -133,6 +146,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
             rd_kafka_error_destroy(e);
         }
         dp_log(DP_LOG_INFO, "assigned %d partition(s) of %s", parts->cnt, p->cfg->topic_updates);
+        count_assigned(p);
         return;
     }
     /* Revocation (or lost partitions): finish what is open, then forget
@@ -158,4 +172,5 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
         rd_kafka_assign(rk, NULL);
     }
     dp_log(DP_LOG_INFO, "revoked %d partition(s) of %s", parts->cnt, p->cfg->topic_updates);
+    count_assigned(p);
 }

@@ -302,7 +302,7 @@ static int restore_decode(proc *p, const dp_bytes_map *latest, const char *key, 
 
 /* Restore the streams of the partitions in `l` (marked assigned) and set
  * each element's offset to where consumption must resume. */
-int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
+static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
 {
     for (int i = 0; i < l->cnt; i++) {
         ps_partition *pp = ps_part_get(p, l->elems[i].partition);
@@ -388,6 +388,9 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         ps_stream_free(slot->value);
         slot->value = s;
         restored++;
+        if (p->o->metrics)
+            dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
+                                       dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
     }
     if (rc == DP_OK) {
         for (int i = 0; i < l->cnt; i++) {
@@ -411,5 +414,23 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     dp_buf_free(&scratch);
     dp_bytes_map_filter(&latest, keep_none, free_restore_val, NULL);
     dp_bytes_map_free(&latest);
+    return rc;
+}
+
+/* The restore, timed for the metrics (which answer /readyz with 503 while
+ * it runs). */
+int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
+{
+    dp_metrics *m = p->o->metrics;
+    if (m)
+        dp_metrics_restore_begin(m, ps_now_ms());
+    if (p->o->debug_restore_delay_ms > 0) {
+        struct timespec ts = {.tv_sec = p->o->debug_restore_delay_ms / 1000,
+                              .tv_nsec = (long)(p->o->debug_restore_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    int rc = restore_partitions(p, l);
+    if (m)
+        dp_metrics_restore_end(m, ps_now_ms());
     return rc;
 }

@@ -122,9 +122,12 @@ static int sink_manifest(void *ctx, const dp_release_manifest *m)
         dp_log(DP_LOG_ERROR, "cannot encode a release manifest: %s", err);
         return rc;
     }
-    return ps_produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA,
-                   dp_codec_type_name(DP_CODEC_RELEASE_MANIFEST), p->closing->id, p->closing->id_len,
-                   p->enc.data, p->enc.len);
+    rc = ps_produce(p, p->producer, p->cfg->topic_synthetic, RD_KAFKA_PARTITION_UA,
+                    dp_codec_type_name(DP_CODEC_RELEASE_MANIFEST), p->closing->id, p->closing->id_len, p->enc.data,
+                    p->enc.len);
+    if (rc == DP_OK && p->o->metrics)
+        dp_metrics_stage_release(p->o->metrics, m, 0);
+    return rc;
 }
 
 static int sink_budget(void *ctx, const dp_budget_event *e)
@@ -140,6 +143,8 @@ static int sink_budget(void *ctx, const dp_budget_event *e)
     if (e->status == DP_BUDGET_EXHAUSTED)
         dp_log(DP_LOG_INFO, "stream '%s' exhausted its budget at step %" PRIu64 " (spent %.6g of %.6g)",
                p->closing->id, e->step, e->spent_total, e->budget_total);
+    if (p->o->metrics)
+        dp_metrics_stage_budget(p->o->metrics, e);   /* counted only if the transaction commits */
     return ps_produce(p, p->producer, p->cfg->topic_budget, RD_KAFKA_PARTITION_UA,
                    dp_codec_type_name(DP_CODEC_BUDGET_EVENT), p->closing->id, p->closing->id_len, p->enc.data,
                    p->enc.len);
