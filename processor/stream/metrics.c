@@ -12,10 +12,6 @@
 #include "core/dp_error.h"
 #include "stream/log.h"
 
-const double MX_SECONDS_BOUNDS[MX_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                              0.25,  0.5,    1,     2.5,  10,    INFINITY};
-const double MX_RECORDS_BOUNDS[MX_BUCKETS] = {1, 10, 100, 1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 1e8, INFINITY};
-
 void mx_hist_observe(mx_hist *h, const double *bounds, double v)
 {
     for (int i = 0; i < MX_BUCKETS; i++)
@@ -25,30 +21,6 @@ void mx_hist_observe(mx_hist *h, const double *bounds, double v)
         }
     h->count++;
     h->sum += v;
-}
-
-mx_text *mx_text_new(const char *s, size_t len)
-{
-    mx_text *t = malloc(sizeof *t + len + 1);
-    if (!t)
-        return NULL;
-    atomic_init(&t->refs, 1);
-    t->len = len;
-    memcpy(t->data, s, len);
-    t->data[len] = '\0';
-    return t;
-}
-
-void mx_text_ref(mx_text *t)
-{
-    if (t)
-        atomic_fetch_add(&t->refs, 1);
-}
-
-void mx_text_unref(mx_text *t)
-{
-    if (t && atomic_fetch_sub(&t->refs, 1) == 1)
-        free(t);
 }
 
 /* --- lifecycle ------------------------------------------------------------------------ */

@@ -9,7 +9,7 @@
 #include "core/bytes_map.h"
 #include "stream/metrics.h"
 
-#define MX_FIGS 16          /* manifest / accuracy figures kept per release */
+#define MX_FIGS 24          /* manifest / accuracy figures kept per release */
 #define MX_BROKERS 16
 #define MX_BUCKETS 13
 

@@ -371,7 +371,16 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
                             const dp_release_sink *sink)
 {
     const dp_long_config *c = &w->cfg;
-    dp_kv debias[] = {{"population", (double)w->n}, {"sigma2_max", sigma2_max}};
+    /* Then the released cumulative counts "count.<b>" = Ŝ_b^t, b = 1..min(t, 16):
+     * how many synthetic individuals have at least b ones so far (what the
+     * records add up to: public; max_abs_error bounds their error). */
+    char names[16][24];
+    dp_kv debias[2 + 16] = {{"population", (double)w->n}, {"sigma2_max", sigma2_max}};
+    size_t n_debias = 2;
+    for (uint64_t b = 1; b <= step && b <= 16; b++) {
+        snprintf(names[b - 1], sizeof names[b - 1], "count.%llu", (unsigned long long)b);
+        debias[n_debias++] = (dp_kv){names[b - 1], (double)w->S[b]};
+    }
     dp_release_manifest m = {
         .stream_id = w->stream_id,
         .stream_id_len = w->stream_id_len,
@@ -381,7 +390,7 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
         .record_count = w->n,
         .clamped = 0,
         .debias = debias,
-        .n_debias = 2,
+        .n_debias = n_debias,
     };
     int rc = sink->manifest ? sink->manifest(sink->ctx, &m) : 0;
     if (rc != 0)

@@ -74,6 +74,9 @@ typedef struct window_ingest {
     int64_t       *counts;     /* scratch, c^k */
 } window_ingest;
 
+/* Manifests list the debiased pattern counts when there are at most this many. */
+#define WINDOW_COUNTS_SHOWN 16
+
 static int window_ingest_create(dp_ingest_half **out, const json_t *config, char *errstr,
                                 size_t errstr_size)
 {
@@ -293,12 +296,22 @@ static int emit_event(window_release *w, uint64_t step, int clamped,
                       const dp_release_sink *sink, uint64_t records, dp_release_mode mode)
 {
     const dp_long_config *c = &w->cfg;
-    dp_kv debias[] = {
+    /* Then, for up to WINDOW_COUNTS_SHOWN patterns, "count.<s>": the synthetic
+     * individuals with k-history s minus the padding, the debiased count
+     * every window query is built from (post-processing of the released
+     * records: public; the budget event's max_abs_error bounds its error). */
+    char names[WINDOW_COUNTS_SHOWN][24];
+    dp_kv debias[4 + WINDOW_COUNTS_SHOWN] = {
         {"n_pad", (double)w->n_pad},
         {"sigma2", w->sigma2},
         {"bins", (double)w->bins},
         {"population", (double)w->m},
     };
+    size_t n_debias = 4;
+    for (uint64_t s = 0; records && s < w->bins && w->bins <= WINDOW_COUNTS_SHOWN; s++) {
+        snprintf(names[s], sizeof names[s], "count.%llu", (unsigned long long)s);
+        debias[n_debias++] = (dp_kv){names[s], (double)w->p[s] - (double)w->n_pad};
+    }
     dp_release_manifest m = {
         .stream_id = w->stream_id,
         .stream_id_len = w->stream_id_len,
@@ -308,7 +321,7 @@ static int emit_event(window_release *w, uint64_t step, int clamped,
         .record_count = records,
         .clamped = clamped,
         .debias = debias,
-        .n_debias = sizeof debias / sizeof debias[0],
+        .n_debias = n_debias,
     };
     int rc = sink->manifest ? sink->manifest(sink->ctx, &m) : 0;
     if (rc != 0)

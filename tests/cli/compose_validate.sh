@@ -250,7 +250,7 @@ if len(stages) == 2:
     final_runs = " ".join(r for i, r in final["lines"] if i == "RUN")
     m = re.search(r"apt-get install\s+((?:-\S+\s+)*)(.*?)(?:&&|$)", final_runs)
     pkgs = set(m.group(2).split()) if m else set()
-    runtime = {"librdkafka1", "libavro23", "libsodium23", "libjansson4", "libjemalloc2"}
+    runtime = {"librdkafka1", "libavro23", "libsodium23", "libjansson4", "libjemalloc2", "libmicrohttpd12"}
     check(pkgs == runtime, f"runtime packages {sorted(pkgs)}, want {sorted(runtime)}")
     check(not re.search(r"-dev\b|build-essential|cmake|gcc", final_runs), "compiler or -dev package in the final stage")
     needed = [l.split() for l in open(f"{WORK}/needed.txt")]
