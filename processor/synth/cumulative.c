@@ -374,7 +374,7 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
     /* Then the released cumulative counts "count.<b>" = Ŝ_b^t, b = 1..min(t, 16):
      * how many synthetic individuals have at least b ones so far (what the
      * records add up to: public; max_abs_error bounds their error). */
-    char names[16][24];
+    char names[16][32];
     dp_kv debias[2 + 16] = {{"population", (double)w->n}, {"sigma2_max", sigma2_max}};
     size_t n_debias = 2;
     for (uint64_t b = 1; b <= step && b <= 16; b++) {

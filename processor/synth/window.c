@@ -300,7 +300,7 @@ static int emit_event(window_release *w, uint64_t step, int clamped,
      * individuals with k-history s minus the padding, the debiased count
      * every window query is built from (post-processing of the released
      * records: public; the budget event's max_abs_error bounds its error). */
-    char names[WINDOW_COUNTS_SHOWN][24];
+    char names[WINDOW_COUNTS_SHOWN][32];
     dp_kv debias[4 + WINDOW_COUNTS_SHOWN] = {
         {"n_pad", (double)w->n_pad},
         {"sigma2", w->sigma2},
