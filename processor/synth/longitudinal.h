@@ -17,8 +17,9 @@
  * data-independent imputation (carry_forward: repeat its last value;
  * fixed: a configured value) so that each closes the step with exactly one
  * value.  Memory per individual: ceil(log2 c^hist_len) + aux_bits + 1 bits
- * of state, its id bytes, an 8-byte id offset and 4-8 bytes of hash table
- * (32-bit entries, load factor in (1/4, 1/2]). */
+ * of state, its id bytes, an 8-byte id offset and 32-64 bytes of hash
+ * table (16-byte slots holding ids of up to 11 bytes inline, load factor
+ * in (1/4, 1/2]). */
 #ifndef DP_LONGITUDINAL_H
 #define DP_LONGITUDINAL_H
 
@@ -32,6 +33,14 @@ typedef enum dp_impute_policy {
     DP_IMPUTE_CARRY_FORWARD = 0,
     DP_IMPUTE_FIXED = 1,
 } dp_impute_policy;
+
+/* One entry of the id → index table: the id itself when it is short (one
+ * random access per lookup), its hash otherwise (longitudinal_ingest.c). */
+typedef struct dp_lingest_slot {
+    uint64_t key;
+    uint32_t tag;
+    uint32_t idx1;            /* index + 1; 0 = empty */
+} dp_lingest_slot;
 
 typedef struct dp_lingest {
     /* configuration */
@@ -55,10 +64,8 @@ typedef struct dp_lingest {
     size_t    id_len, id_cap;
     uint64_t *id_off;         /* n + 1 offsets into id_bytes */
     size_t    off_cap;
-    uint32_t *table;          /* open addressing, 0 = empty; else tag << idx_bits | (index + 1) */
+    struct dp_lingest_slot *table;   /* open addressing (longitudinal_ingest.c) */
     size_t    table_cap;      /* power of two */
-    unsigned  idx_bits;       /* min(32, log2 table_cap): the index + 1 field of an entry */
-    uint32_t  idx_mask;       /* 2^idx_bits - 1 */
 } dp_lingest;
 
 /* Validates ranges (c >= 2, hist_len >= 1, c^hist_len <= 2^32,

@@ -140,24 +140,35 @@ void dp_lingest_free(dp_lingest *li)
 
 /* --- id → index table ------------------------------------------------------------
  *
- * Linear probing over 32-bit entries: the low idx_bits hold index + 1
- * (0 = empty) and the bits above hold a tag, the top bits of the id's hash.
- * A probe that meets another id's entry is then almost always dismissed by
- * the tag alone, without touching that id's offset and bytes (two more
- * random memory accesses).  idx_bits = min(32, log2 cap) always fits
- * index + 1 because the load factor stays <= 1/2; at 10^6 ids the tag has
- * 11 bits.  The slot comes from the hash's low bits, the tag from its top
- * bits, so they are independent. */
+ * Linear probing over 16-byte slots.  An id of at most 11 bytes is stored
+ * in its slot (key = bytes 0-7, tag = bytes 8-10 | length << 24), so a
+ * lookup is one random access and an exact comparison; that is the common
+ * case (e.g. "u1234567") and the one random arrival order used to pay three
+ * misses for (the table, the id's offset, its bytes: bench/RESULTS.md).  A
+ * longer id's slot holds its 64-bit hash and 24 more hash bits (tag =
+ * 0xff << 24 | …), which dismiss a colliding probe without touching that
+ * id's offset and bytes; a match is confirmed against the bytes.  The slot
+ * comes from the hash's low bits; the table's layout never reaches an
+ * output (lookups answer the same whatever it is). */
 
-static inline uint64_t entry_tag(const dp_lingest *li, uint64_t h)
+#define SLOT_INLINE_MAX 11
+#define SLOT_LONG 0xffu
+
+/* The key and tag an id has in its slot. */
+static inline void slot_key(const uint8_t *id, size_t len, uint64_t h, uint64_t *key, uint32_t *tag)
 {
-    return (h >> 32) >> li->idx_bits;
+    if (len <= SLOT_INLINE_MAX) {
+        uint8_t b[16] = {0};
+        memcpy(b, id, len);
+        *key = load_u64(b);
+        *tag = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)len << 24;
+    } else {
+        *key = h;
+        *tag = SLOT_LONG << 24 | (uint32_t)(h >> 40);
+    }
 }
 
-static inline size_t entry_index(const dp_lingest *li, uint32_t e)
-{
-    return (size_t)(e & li->idx_mask) - 1;
-}
+static inline size_t entry_index(const dp_lingest_slot *e) { return (size_t)e->idx1 - 1; }
 
 /* a[0..len) == b[0..len), inline: ids are short, and a library memcmp
  * call costs more than the comparison.  Same overlapping-word trick as
@@ -185,15 +196,21 @@ static inline size_t table_find(const dp_lingest *li, const void *id, size_t len
 {
     size_t mask = li->table_cap - 1;
     size_t s = (size_t)h & mask;
-    uint64_t tag = entry_tag(li, h);
+    uint64_t key;
+    uint32_t tag;
+    slot_key(id, len, h, &key, &tag);
     for (;;) {
-        uint32_t e = li->table[s];
-        if (e == 0) {
+        const dp_lingest_slot *e = &li->table[s];
+        if (e->idx1 == 0) {
             *found = 0;
             return s;
         }
-        if (((uint64_t)e >> li->idx_bits) == tag) {
-            size_t i = entry_index(li, e);
+        if (e->key == key && e->tag == tag) {
+            if (len <= SLOT_INLINE_MAX) {   /* the id itself matched */
+                *found = 1;
+                return s;
+            }
+            size_t i = entry_index(e);
             size_t l = (size_t)(li->id_off[i + 1] - li->id_off[i]);
             if (l == len && id_equal(li->id_bytes + li->id_off[i], id, len)) {
                 *found = 1;
@@ -204,18 +221,20 @@ static inline size_t table_find(const dp_lingest *li, const void *id, size_t len
     }
 }
 
-static inline uint32_t table_entry(const dp_lingest *li, uint64_t h, size_t index)
+static inline void table_set(dp_lingest *li, size_t s, const void *id, size_t len, uint64_t h, size_t index)
 {
-    return (uint32_t)(entry_tag(li, h) << li->idx_bits | (uint64_t)(index + 1));
+    dp_lingest_slot *e = &li->table[s];
+    slot_key(id, len, h, &e->key, &e->tag);
+    e->idx1 = (uint32_t)(index + 1);
 }
 
 /* A zeroed table of cap entries.  Lookups hit it at random, so on Linux ask
  * for transparent huge pages where the table spans several: a TLB miss per
  * lookup otherwise adds a page walk to the cache miss.  Only a hint; the
  * table's contents and every output are the same either way. */
-static uint32_t *table_alloc(size_t cap)
+static dp_lingest_slot *table_alloc(size_t cap)
 {
-    size_t bytes = cap * sizeof(uint32_t);
+    size_t bytes = cap * sizeof(dp_lingest_slot);
 #if defined(MADV_HUGEPAGE)
     const size_t huge = (size_t)2 << 20;
     if (bytes >= 2 * huge) {
@@ -227,7 +246,7 @@ static uint32_t *table_alloc(size_t cap)
         return p;
     }
 #endif
-    return calloc(cap, sizeof(uint32_t));
+    return calloc(cap, sizeof(dp_lingest_slot));
 }
 
 /* A cache prefetch hint (rw: 0 read, 1 write); never changes a result. */
@@ -239,16 +258,12 @@ static uint32_t *table_alloc(size_t cap)
 
 static int table_rebuild(dp_lingest *li, size_t cap)
 {
-    uint32_t *t = table_alloc(cap);
+    dp_lingest_slot *t = table_alloc(cap);
     if (!t)
         return DP_ENOMEM;
     free(li->table);
     li->table = t;
     li->table_cap = cap;
-    li->idx_bits = 0;
-    while (li->idx_bits < 32 && ((size_t)1 << li->idx_bits) < cap)
-        li->idx_bits++;
-    li->idx_mask = (uint32_t)dp_packed_mask_(li->idx_bits);
     /* Re-insert in index order (so the table is the same whatever the
      * history of rebuilds), hashing REBUILD_DIST ids ahead and prefetching
      * their slots: a rebuild writes n random slots of the new table, which
@@ -271,7 +286,7 @@ static int table_rebuild(dp_lingest *li, size_t cap)
         uint64_t h = hs[k % REBUILD_RING];
         int found;
         size_t s = table_find(li, id, len, h, &found);
-        li->table[s] = table_entry(li, h, k);
+        table_set(li, s, id, len, h, k);
     }
     return DP_OK;
 }
@@ -322,7 +337,7 @@ static int roster_append(dp_lingest *li, const void *id, size_t len, uint64_t h,
         }
     } else {
         /* The table is unchanged since the lookup that chose `slot`. */
-        li->table[slot] = table_entry(li, h, li->n - 1);
+        table_set(li, slot, id, len, h, li->n - 1);
     }
     return DP_OK;
 }
@@ -370,7 +385,7 @@ static inline int offer_apply(dp_lingest *li, const dp_update *u, uint64_t h, dp
     if (li->table_cap)
         slot = table_find(li, u->entity_id, u->entity_id_len, h, &found);
     if (found) {
-        idx = entry_index(li, li->table[slot]);
+        idx = entry_index(&li->table[slot]);
         if (dp_packed_get_bit(&li->reported, idx)) {
             *reason = DP_REJECT_DUPLICATE_REPORT;
             return DP_OK;
@@ -406,7 +421,8 @@ int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reaso
 /* --- batched ingest -----------------------------------------------------------------
  *
  * At n = 10^6 most of an update's time is the one random access into the
- * 8 MB id table.  One update at a time, each miss is waited for in turn.
+ * 32 MB id table (for an id of at most 11 bytes, the only one: the id is in
+ * its slot).  One update at a time, each miss is waited for in turn.
  * With a batch the next updates are known, so PF_DIST updates ahead the
  * batch runs the pre-checks, hashes the id and prefetches its table slot;
  * by the time the update is applied the slot is (usually) in cache, and
@@ -422,10 +438,10 @@ int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reaso
  * open step and the configuration (offer_precheck).
  *
  * Measured on the 2-vCPU EPYC VM (bench/RESULTS.md): 16 ahead hides the
- * table miss in panel order (steady steps 6-9 -> 15-25 M/s).  Also
- * prefetching the id's offset, bytes and state words from the slot's
- * entry (two more stages) did not measurably help in random arrival order
- * (3.5-4.5 M/s with or without, distances 16-64), so it is not done. */
+ * table miss in panel order (steady steps 6-9 -> 15-25 M/s).  In random
+ * arrival order the id's offset and bytes were two more misses per update
+ * (3.5-4.5 M/s) that prefetch stages did not hide; short ids stored in the
+ * slot remove them (2-4x faster on a loaded machine, bench/RESULTS.md). */
 #define PF_DIST 16
 #define PF_RING 32   /* power of two > PF_DIST: hashes of the updates in flight */
 
@@ -582,7 +598,7 @@ int dp_lingest_load(dp_lingest *li, dp_reader *r)
     /* Duplicate ids would make lookups ambiguous: refuse them. */
     size_t count = 0;
     for (size_t s = 0; s < li->table_cap; s++)
-        count += li->table[s] != 0;
+        count += li->table[s].idx1 != 0;
     return count == li->n ? DP_OK : DP_ECORRUPT;
 }
 
