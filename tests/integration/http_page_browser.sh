@@ -70,7 +70,8 @@ CDP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); 
     --disable-component-update --disable-sync --user-data-dir="$WORK/chrome" --remote-debugging-address=127.0.0.1 \
     --remote-debugging-port="$CDP" --remote-allow-origins="http://127.0.0.1:$CDP" about:blank \
     > "$WORK/chrome.out" 2> "$WORK/chrome.err" &
-RUN_PIDS+=($!)
+CHROME_PID=$!
+RUN_PIDS+=("$CHROME_PID")
 FAIL_LOGS+=("$WORK/chrome.err")
 
 "$PY" - "$PORT" "$CDP" "$WORK" "$ARTIFACTS/http_page.png" <<'EOF' || fail "the live page"
@@ -145,4 +146,6 @@ print(f"page: {len(shown)} streams at their last step, budget figures = the last
 EOF
 kill -TERM "$RUN_PID"
 wait "$RUN_PID" || fail "the processor did not stop cleanly"
+kill -TERM "$CHROME_PID" 2>/dev/null || true
+wait "$CHROME_PID" 2>/dev/null || true   # let the browser finish writing its profile before WORK goes
 echo "PASS http_page_browser"

@@ -14,7 +14,8 @@ cleanup() {
     for p in $RUN_PID "${RUN_PIDS[@]}"; do
         if kill -0 "$p" 2>/dev/null; then kill -KILL "$p" 2>/dev/null || true; fi
     done
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+    # a killed process (a browser) may still be writing below WORK for a moment
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK" 2>/dev/null || { sleep 1; rm -rf "$WORK" 2>/dev/null; } || true
 }
 trap cleanup EXIT
 fail() {
