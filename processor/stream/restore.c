@@ -311,6 +311,8 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
+    dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s", l->cnt,
+                 p->cfg->topic_updates, p->cfg->topic_state);
     dp_bytes_map latest;
     dp_bytes_map_init(&latest);
     int rc = read_state_topic(p, &latest, l);
@@ -388,6 +390,10 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         ps_stream_free(slot->value);
         slot->value = s;
         restored++;
+        dp_log_event(DP_LOG_DEBUG, "stream_restored", s->id, s->id_len, dp_synth_open_step(s->synth),
+                     "stream '%s' (%s) restored in partition %" PRId32 ": step %" PRIu64 " open, input below offset %"
+                     PRId64 " already in its snapshot", s->id, route->synthesizer, s->partition,
+                     dp_synth_open_step(s->synth), s->skip_below);
     }
     if (rc == DP_OK) {
         for (int i = 0; i < l->cnt; i++) {
@@ -397,13 +403,16 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
             p->parts[l->elems[i].partition].resume = l->elems[i].offset;
             if (resume[i] == NO_OFFSET)
-                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
-                       p->cfg->topic_updates, l->elems[i].partition);
+                dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
+                                       "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
+                                       p->cfg->topic_updates, l->elems[i].partition);
             else
-                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
-                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
+                dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
+                                       "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
+                                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
         }
-        dp_log(DP_LOG_INFO, "restored %" PRIu64 " stream(s) from %s", restored, p->cfg->topic_state);
+        dp_log_event(DP_LOG_INFO, "restore_done", NULL, 0, 0, "restored %" PRIu64 " stream(s) from %s", restored,
+                     p->cfg->topic_state);
     }
     free(resume);
     if (scratch.data)
