@@ -230,6 +230,19 @@ int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, 
     return DP_OK;
 }
 
+int dp_synth_describe(const dp_synth *s, dp_synth_plan *out, char *errstr, size_t errstr_size)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->ops->release_describe)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: the synthesizer does not describe its plan", s->ops->name);
+    int rc = s->ops->release_describe(s->rel, out);
+    if (rc != DP_OK) {
+        dp_synth_plan_free(out);
+        return dp_err(errstr, errstr_size, rc, "%s: describing the plan: %s", s->ops->name, dp_status_str(rc));
+    }
+    return DP_OK;
+}
+
 const dp_ledger *dp_synth_ledger(const dp_synth *s)
 {
     return s->ops->release_ledger ? s->ops->release_ledger(s->rel) : NULL;
