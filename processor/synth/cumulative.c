@@ -618,7 +618,8 @@ static int cumul_release_describe(const dp_release_half *rel, dp_synth_plan *out
 {
     const cumul_release *w = (const cumul_release *)rel;
     const dp_long_config *c = &w->cfg;
-    out->mechanism = w->mechanism;
+    snprintf(out->name_buf, sizeof out->name_buf, "%s", w->mechanism);
+    out->mechanism = out->name_buf;
     out->unit = "user-level over horizon T";
     out->neighbors = dp_long_neighbors_name(c);
     out->public_inputs = dp_long_public_inputs(c);

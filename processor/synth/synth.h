@@ -245,8 +245,9 @@ typedef struct dp_plan_run {
 /* A stream's privacy plan as `dpstream check-config` prints it: read from a
  * freshly created release half, so it depends on the configuration only —
  * no input, no key — and every field is public (the budget events publish
- * the same names and values step by step).  Strings are literals or borrow
- * from the synthesizer; `runs` is owned (dp_synth_plan_free). */
+ * the same names and values step by step).  It outlives the synthesizer:
+ * strings are literals or held in name_buf, and `runs` is owned
+ * (dp_synth_plan_free). */
 typedef struct dp_synth_plan {
     const char      *mechanism;       /* as the budget events name it */
     const char      *unit;
@@ -272,6 +273,8 @@ typedef struct dp_synth_plan {
     size_t           n_noise;
     dp_kv            accuracy[DP_PLAN_MAX_KV];   /* the stated accuracy, where the synthesizer states one */
     size_t           n_accuracy;
+    char             name_buf[64];    /* a mechanism name built at run time (mechanism then points here:
+                                         do not copy a plan by value) */
 } dp_synth_plan;
 
 /* The plan of s (plan.c).  DP_EINVAL if its synthesizer has no describe
