@@ -229,6 +229,18 @@ int  dp_synth_snapshot(const dp_synth *s, dp_buf *out);
 int  dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
                       const dp_synth_env *env, const uint8_t *data, size_t len,
                       char *errstr, size_t errstr_size);
+/* (added) Open a state to read it (`dpstream inspect-snapshot`) without
+ * the noise key it was built with: dp_synth_restore, except that the key
+ * fingerprint the state holds is taken (dp_synth_key_fingerprint says it)
+ * instead of compared with env->key's — a throw-away env->key is fine.
+ * Read-only: dp_synth_close_step and dp_synth_snapshot refuse it
+ * (DP_ESTATE), so nothing is ever released or stored under a key that is
+ * not the state's. */
+int  dp_synth_open_read_only(dp_synth **out, const char *name, const json_t *config, const dp_synth_env *env,
+                             const uint8_t *data, size_t len, char *errstr, size_t errstr_size);
+/* (added) The fingerprint of the noise key the state was built with (32
+ * hex digits): env->key's, or for a read-only synthesizer the state's. */
+const char *dp_synth_key_fingerprint(const dp_synth *s);
 
 /* --- the plan: what a stream will spend, from its configuration ------------- */
 
