@@ -17,11 +17,11 @@
  * usage error; 3 the file cannot be read. */
 #include <inttypes.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/cli_plan.h"
 #include "core/dp_error.h"
 #include "stream/stream_config.h"
 #include "synth/synth.h"
@@ -57,58 +57,7 @@ static int route_plan(const dp_stream_route *r, dp_synth_plan *plan, char *err, 
     return rc;
 }
 
-static const char *model_budget_name(dp_privacy_model m) { return m == DP_PRIVACY_ZCDP ? "rho" : "epsilon"; }
-
 /* --- text --------------------------------------------------------------------------- */
-
-static void print_kvs(const char *label, const dp_kv *kv, size_t n)
-{
-    if (!n)
-        return;
-    printf("  %-12s", label);
-    for (size_t i = 0; i < n; i++)
-        printf("%s%s %.6g", i ? ", " : "", kv[i].key, kv[i].value);
-    printf("\n");
-}
-
-static void print_run(uint64_t first, uint64_t last, double spend)
-{
-    printf("  %-12s", "");
-    if (last == first)
-        printf("step %" PRIu64 ": %.6g\n", first, spend);
-    else if (last == 0)
-        printf("steps %" PRIu64 " on: %.6g each\n", first, spend);
-    else
-        printf("steps %" PRIu64 "-%" PRIu64 ": %.6g each\n", first, last, spend);
-}
-
-/* The runs as printed: to 6 significant digits, so consecutive runs that
- * print alike are shown as one (an exact split of the budget in ledger
- * units can differ by one unit between steps; --json has every run
- * exactly), and a long schedule is elided in the middle. */
-static void print_runs(const dp_synth_plan *p)
-{
-    size_t shown = 0, total = 0;
-    char a[32], b[32];
-    for (size_t k = 0; k < p->n_runs; k++) {   /* how many lines */
-        snprintf(a, sizeof a, "%.6g", p->runs[k].spend);
-        snprintf(b, sizeof b, "%.6g", k ? p->runs[k - 1].spend : NAN);
-        total += k == 0 || strcmp(a, b) != 0 || p->runs[k - 1].last + 1 != p->runs[k].first;
-    }
-    for (size_t k = 0; k < p->n_runs;) {
-        size_t j = k;
-        snprintf(a, sizeof a, "%.6g", p->runs[k].spend);
-        while (j + 1 < p->n_runs && p->runs[j].last && p->runs[j].last + 1 == p->runs[j + 1].first &&
-               (snprintf(b, sizeof b, "%.6g", p->runs[j + 1].spend), strcmp(a, b) == 0))
-            j++;
-        if (total <= 16 || shown < 6 || shown >= total - 3)
-            print_run(p->runs[k].first, p->runs[j].last, p->runs[k].spend);
-        else if (shown == 6)
-            printf("  %-12s... %zu more lines (--json lists every step)\n", "", total - 9);
-        shown++;
-        k = j + 1;
-    }
-}
 
 static void print_route_text(size_t i, const dp_stream_route *r, const dp_synth_plan *p)
 {
@@ -122,24 +71,7 @@ static void print_route_text(size_t i, const dp_stream_route *r, const dp_synth_
             printf("; budget_group: the budget below is each stream's share of the route's");
         printf("\n");
     }
-    printf("  %-12s%s\n", "mechanism", p->mechanism);
-    printf("  %-12s%s; neighbours %s\n", "privacy", p->unit, p->neighbors);
-    printf("  %-12s%s %.6g (%s)", "budget", model_budget_name(p->model), p->budget_total,
-           p->model == DP_PRIVACY_ZCDP ? "zCDP" : "pure epsilon-DP");
-    if (p->horizon)
-        printf(" over %" PRIu64 " steps", p->horizon);
-    else
-        printf(", no horizon");
-    if (p->model == DP_PRIVACY_ZCDP)
-        printf(" = (epsilon %.6g, delta %g) by the simple bound, epsilon %.6g by CKS", p->eps_simple, p->delta,
-               p->eps_cks);
-    printf("\n");
-    printf("  %-12s%s: %s\n", "spends", p->composition, p->spend_rule);
-    print_runs(p);
-    print_kvs("per step", p->spend, p->n_spend);
-    print_kvs("noise", p->noise, p->n_noise);
-    print_kvs("accuracy", p->accuracy, p->n_accuracy);
-    printf("  %-12s%s\n", "public", p->public_inputs);
+    cli_plan_print(p);
     printf("  %-12son CLOSE_STEP markers and the step timer%s; %s\n", "steps close",
            r->gate.close_on_roster ? ", and when the roster is complete" : "",
            r->gate.lookahead ? "reports for the next step are held until it opens"
@@ -147,16 +79,6 @@ static void print_route_text(size_t i, const dp_stream_route *r, const dp_synth_
 }
 
 /* --- JSON --------------------------------------------------------------------------- */
-
-static json_t *real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-static json_t *kvs_json(const dp_kv *kv, size_t n)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(o, kv[i].key, real_or_null(kv[i].value));
-    return o;
-}
 
 static json_t *route_json(size_t i, const dp_stream_route *r, const dp_synth_plan *p)
 {
@@ -168,30 +90,7 @@ static json_t *route_json(size_t i, const dp_stream_route *r, const dp_synth_pla
     json_object_set_new(o, "budget_group", json_boolean(r->budget_group));
     json_object_set_new(o, "lookahead", json_integer(r->gate.lookahead));
     json_object_set_new(o, "close_on_complete_roster", json_boolean(r->gate.close_on_roster));
-    json_object_set_new(o, "mechanism", json_string(p->mechanism));
-    json_object_set_new(o, "unit", json_string(p->unit));
-    json_object_set_new(o, "neighbors", json_string(p->neighbors));
-    json_object_set_new(o, "model", json_string(dp_privacy_model_name(p->model)));
-    json_object_set_new(o, "budget_total", real_or_null(p->budget_total));
-    json_object_set_new(o, "delta", p->model == DP_PRIVACY_ZCDP ? real_or_null(p->delta) : json_null());
-    json_object_set_new(o, "eps_simple", real_or_null(p->eps_simple));
-    json_object_set_new(o, "eps_cks", real_or_null(p->eps_cks));
-    json_object_set_new(o, "horizon", p->horizon ? json_integer((json_int_t)p->horizon) : json_null());
-    json_object_set_new(o, "composition", json_string(p->composition));
-    json_object_set_new(o, "spend_rule", json_string(p->spend_rule));
-    json_t *runs = json_array();
-    for (size_t k = 0; k < p->n_runs; k++) {
-        json_t *ru = json_object();
-        json_object_set_new(ru, "first", json_integer((json_int_t)p->runs[k].first));
-        json_object_set_new(ru, "last", p->runs[k].last ? json_integer((json_int_t)p->runs[k].last) : json_null());
-        json_object_set_new(ru, "spend", real_or_null(p->runs[k].spend));
-        json_array_append_new(runs, ru);
-    }
-    json_object_set_new(o, "spends", runs);
-    json_object_set_new(o, "spend", kvs_json(p->spend, p->n_spend));
-    json_object_set_new(o, "noise", kvs_json(p->noise, p->n_noise));
-    json_object_set_new(o, "accuracy", kvs_json(p->accuracy, p->n_accuracy));
-    json_object_set_new(o, "public_inputs", json_string(p->public_inputs));
+    cli_plan_json(p, o);
     return o;
 }
 
