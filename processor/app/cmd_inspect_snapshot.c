@@ -28,6 +28,7 @@
  * authentication (wrong state key, altered, or another noise key). */
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,23 @@ static int find_progress(dp_codec *codec, dp_bytes_map *latest, const char *topi
 }
 
 /* --- output --------------------------------------------------------------------------- */
+
+/* A line on stderr about one stream: "dpstream inspect-snapshot: ..." as
+ * text, or under --log-format json an event with the stream and step. */
+static void report(dp_log_level level, const char *event, const char *stream, uint64_t step, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void report(dp_log_level level, const char *event, const char *stream, uint64_t step, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (dp_log_get_format() == DP_LOG_FORMAT_JSON)
+        dp_log_event(level, event, stream, stream ? strlen(stream) : 0, step, "%s", msg);
+    else
+        fprintf(stderr, "dpstream inspect-snapshot: %s\n", msg);
+}
 
 static void print_hex_text(const dp_buf *b)
 {
@@ -388,8 +406,8 @@ int cmd_inspect_snapshot(int argc, char **argv)
                             have_state ? &state_key : NULL, have_noise ? &noise_key : NULL, dump, &v);
         if (!v.header_ok) {
             /* not a snapshot at all: say so under its key */
-            fprintf(stderr, "dpstream %s: state record under key '%.*s': %s\n", cmd,
-                    (int)(s->key_len < 200 ? s->key_len : 200), s->key, v.error);
+            report(DP_LOG_ERROR, "snapshot_unreadable", NULL, 0, "state record under key '%.*s': %s",
+                   (int)(s->key_len < 200 ? s->key_len : 200), s->key, v.error);
             status = worse(status, view_exit(&v));
             dp_snapshot_view_free(&v);
             continue;
@@ -401,10 +419,10 @@ int cmd_inspect_snapshot(int argc, char **argv)
         else
             print_text(&v, &prog, has_prog, dump);
         if (v.status != DP_OK)
-            fprintf(stderr, "dpstream %s: %s\n", cmd, v.error);
+            report(DP_LOG_ERROR, "snapshot_refused", v.stream_id, v.last_closed_step, "%s", v.error);
         if (dump && v.status == DP_OK)
-            fprintf(stderr, "dpstream %s: printed the PRIVATE state of stream '%s' (--dump-state)\n", cmd,
-                    v.stream_id);
+            report(DP_LOG_WARN, "private_state_printed", v.stream_id, v.last_closed_step,
+                   "printed the PRIVATE state of stream '%s' (--dump-state)", v.stream_id);
         status = worse(status, view_exit(&v));
         dp_snapshot_view_free(&v);
         shown++;

@@ -12,6 +12,7 @@
 #     charged step's spend — and the open step, the key fingerprint and the
 #     input offsets agree; the text form says the same; nothing of the state
 #     is printed unless --dump-state is given (and then it is labelled);
+#     its refusals are JSON events too under --log-format json;
 #   * refusals: a wrong state key (exit 5, the seal does not authenticate),
 #     no state key (exit 2), another noise key (exit 5), a stream with no
 #     snapshot (exit 1); the processor itself refuses the wrong state key
@@ -187,6 +188,15 @@ import json, sys
 for s in json.load(open(sys.argv[1]))["streams"]:
     assert s["error"] and not s["authenticated"] and "ledger" not in s, s
 ' "$WORK/x.out" || fail "a wrong state key: a ledger was printed"
+rc=0
+inspect --state-key-file "$WORK/other.key" --stream win/a --log-format json > /dev/null 2> "$WORK/xj.err" || rc=$?
+[ "$rc" -eq 5 ] || fail "a wrong state key (JSON log): exit $rc"
+python3 - "$WORK/xj.err" <<'EOF' || fail "inspect-snapshot's refusal under --log-format json"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+refused = [o for o in lines if o["event"] == "snapshot_refused"]
+assert len(refused) == 1 and refused[0]["stream"] == "win/a" and refused[0]["step"] == 6, lines
+EOF
 expect_exit 2 "no state key" "give the state key (--state-key-file)"
 expect_exit 5 "another noise key" "another noise key" --state-key-file "$WORK/state.key" --key-hex "$KEY2"
 expect_exit 1 "a stream without a snapshot" "no snapshot of stream 'win/zzz'" \
