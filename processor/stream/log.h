@@ -21,7 +21,9 @@
  * restore_done, stream_restored, partition_resume, rebalance_assign,
  * rebalance_revoke, rewind, txn_commit, txn_abort, txn_error,
  * step_released, step_close_failed, budget_exhausted, idle_marker,
- * dead_letter, topic_created, librdkafka, cli_error, log.
+ * dead_letter, topic_created, librdkafka, cli_error, log; and
+ * inspect-snapshot's snapshot_refused, snapshot_unreadable,
+ * private_state_printed.
  *
  * Only public fields may be passed: stream ids, steps, partitions,
  * offsets, counts and spends that budget events publish anyway.  Never key
