@@ -20,6 +20,8 @@ int cmd_run(int argc, char **argv);
 int cmd_produce(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_check_config(int argc, char **argv);
+int cmd_inspect_snapshot(int argc, char **argv);
 
 /* Exit codes of every subcommand (README "Exit codes"). */
 enum {
@@ -31,9 +33,16 @@ enum {
     CLI_EXIT_REFUSED = 5,   /* a privacy refusal: another key, reused noise, a ledger conflict */
 };
 
-/* Print "dpstream <cmd>: <message>" to stderr; returns 2 (usage/config
- * errors) so callers can `return cli_fail(...)`. */
+/* Print "dpstream <cmd>: <message>" to stderr — or, under
+ * --log-format json, one JSON log line (event "cli_error") — and return 2
+ * (usage/config errors) so callers can `return cli_fail(...)`. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* `--log-format text|json` (stream/log.h), taken from anywhere in argv
+ * before the other options are parsed, so that with json even a usage
+ * error after it is a JSON line.  Sets the format; returns 0, or -1 after
+ * reporting an unknown format. */
+int cli_log_format_option(const char *cmd, int argc, char **argv);
 
 /* Strict numeric parsing: the whole string must be consumed. 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);

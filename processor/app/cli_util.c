@@ -1,5 +1,6 @@
 #include "app/cli.h"
 #include "core/dp_error.h"
+#include "stream/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,12 +13,33 @@
 int cli_fail(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "dpstream %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    if (dp_log_get_format() == DP_LOG_FORMAT_JSON) {
+        char msg[2048];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        dp_log_event(DP_LOG_ERROR, "cli_error", NULL, 0, 0, "%s: %s", cmd, msg);
+    } else {
+        fprintf(stderr, "dpstream %s: ", cmd);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    }
     va_end(ap);
-    fputc('\n', stderr);
     return 2;
+}
+
+int cli_log_format_option(const char *cmd, int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--log-format") != 0)
+            continue;
+        dp_log_format f;
+        if (dp_log_format_parse(argv[i + 1], &f) != 0) {
+            cli_fail(cmd, "--log-format must be text or json");
+            return -1;
+        }
+        dp_log_set_format(f);
+    }
+    return 0;
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)

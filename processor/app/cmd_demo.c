@@ -20,9 +20,11 @@ static const char DEMO_KEY[DP_KEY_BYTES + 1] = "dpstream-DEMO-KEY-not-for-prod!!
 
 static void demo_usage(FILE *f)
 {
+    if (f == stderr && dp_log_get_format() == DP_LOG_FORMAT_JSON)
+        return;   /* stderr carries JSON lines only */
     fprintf(f,
             "usage: dpstream demo [--offline] [--n N] [--counter KIND] [--key-hex H | --key-file F]\n"
-            "                     [--log-level error|warn|info|debug]\n"
+            "                     [--log-level error|warn|info|debug] [--log-format text|json]\n"
             "\n"
             "Runs the built-in sample panel (3000 people x 12 months, employed/unemployed)\n"
             "through the window (k = 3) and cumulative synthesizers, and a streaming table\n"
@@ -33,7 +35,8 @@ static void demo_usage(FILE *f)
             "output topics.  --offline skips Kafka and drives the synthesizers directly\n"
             "(the printed numbers are identical for the same key).\n"
             "--n is at most 20000 on the mock cluster (it keeps ~5 MiB per partition).\n"
-            "By default the noise comes from a fixed public DEMO key.\n");
+            "By default the noise comes from a fixed public DEMO key.  The processor's log\n"
+            "(stderr) is text or, with --log-format json, JSON lines as `dpstream run` writes.\n");
 }
 
 int cmd_demo(int argc, char **argv)
@@ -43,6 +46,8 @@ int cmd_demo(int argc, char **argv)
     dp_demo_default_params(&p);
     const char *key_hex = NULL, *key_file = NULL, *log_level = "warn";
     int offline = 0;
+    if (cli_log_format_option(cmd, argc, argv) != 0)
+        return CLI_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -69,6 +74,8 @@ int cmd_demo(int argc, char **argv)
             key_file = v;
         } else if (strcmp(a, "--log-level") == 0) {
             log_level = v;
+        } else if (strcmp(a, "--log-format") == 0) {
+            continue;   /* cli_log_format_option took it */
         } else {
             demo_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);

@@ -3,7 +3,7 @@
  * the JSONL -> Kafka loader).
  *
  *   dpstream produce --config CONFIG.json --input UPDATES.jsonl
- *                    [--partitions N] [--raw-invalid]
+ *                    [--partitions N] [--raw-invalid] [--log-format text|json]
  *
  * The updates topic of the config is created with N partitions (default 4)
  * if it does not exist.  Lines are produced in file order by one
@@ -30,14 +30,17 @@
 
 static void produce_usage(FILE *f)
 {
+    if (f == stderr && dp_log_get_format() == DP_LOG_FORMAT_JSON)
+        return;   /* stderr carries JSON lines only */
     fprintf(f,
             "usage: dpstream produce --config CONFIG.json --input UPDATES.jsonl\n"
-            "                        [--partitions N] [--raw-invalid]\n"
+            "                        [--partitions N] [--raw-invalid] [--log-format text|json]\n"
             "\n"
             "Encodes update JSON lines (\"-\" reads stdin) as Avro and produces them to the\n"
             "config's updates topic, keyed by stream id, in file order.  Creates the topic\n"
             "with N partitions (default 4) if missing.  --raw-invalid sends lines that are\n"
-            "not valid updates as raw bytes (for dead-letter tests) instead of failing.\n");
+            "not valid updates as raw bytes (for dead-letter tests) instead of failing.\n"
+            "--log-format json writes stderr as JSON lines (as `dpstream run`).\n");
 }
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -74,6 +77,8 @@ int cmd_produce(int argc, char **argv)
     const char *config_path = NULL, *input_path = NULL;
     uint64_t partitions = 4;
     int raw_invalid = 0;
+    if (cli_log_format_option(cmd, argc, argv) != 0)
+        return CLI_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -91,6 +96,7 @@ int cmd_produce(int argc, char **argv)
         const char *v = argv[++i];
         if (strcmp(a, "--config") == 0) config_path = v;
         else if (strcmp(a, "--input") == 0) input_path = v;
+        else if (strcmp(a, "--log-format") == 0) continue;   /* cli_log_format_option took it */
         else if (strcmp(a, "--partitions") == 0) {
             if (cli_parse_u64(v, &partitions) != 0 || partitions < 1 || partitions > 10000)
                 return cli_fail(cmd, "--partitions must be in 1..10000");

@@ -5,6 +5,7 @@
  *                [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]
  *                [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]
  *                [--http HOST:PORT [--http-input-metrics]]
+ *                [--log-format text|json]
  *
  * Environment: DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers of the
  * config; DPSTREAM_INSTANCE_ID is the default of --instance-id.  The
@@ -37,12 +38,15 @@ static void on_signal(int sig)
 
 static void run_usage(FILE *f)
 {
+    if (f == stderr && dp_log_get_format() == DP_LOG_FORMAT_JSON)
+        return;   /* stderr carries JSON lines only; the error line says what was wrong */
     fprintf(f,
             "usage: dpstream run --config CONFIG.json (--key-file F | --key-hex H)\n"
             "                    [--state-key-file F] [--instance-id ID] [--chunk-records N]\n"
             "                    [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]\n"
             "                    [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]\n"
             "                    [--http HOST:PORT [--http-input-metrics]]\n"
+            "                    [--log-format text|json]\n"
             "\n"
             "Consumes the config's updates topic in a consumer group and, for every\n"
             "closed step of every stream, commits one Kafka transaction with the\n"
@@ -63,6 +67,8 @@ static void run_usage(FILE *f)
             "                        given, e.g. 127.0.0.1:9464; port 0 picks a free one)\n"
             "  --http-input-metrics  also serve exact counts about the input (updates, dead letters\n"
             "                        by reason, lag, latencies): private data, for operators only\n"
+            "  --log-format F       text (default: \"dpstream info: ...\") or json (one object per\n"
+            "                        line: ts, level, event, stream, step, partition, msg)\n"
             "  --debug-commit-delay-ms MS  testing aid: pause inside each transaction before its\n"
             "                        commit (crash tests use it to kill mid-transaction)\n"
             "  --debug-restore-delay-ms MS  testing aid: pause at the start of every restore\n"
@@ -79,6 +85,8 @@ int cmd_run(int argc, char **argv)
     uint64_t snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES, restore_delay = 0;
     const char *http = NULL;
     int http_input = 0;
+    if (cli_log_format_option(cmd, argc, argv) != 0)
+        return CLI_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -101,6 +109,7 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(a, "--state-key-file") == 0) state_key_file = v;
         else if (strcmp(a, "--instance-id") == 0) instance_id = v;
         else if (strcmp(a, "--log-level") == 0) log_level = v;
+        else if (strcmp(a, "--log-format") == 0) continue;   /* cli_log_format_option took it */
         else if (strcmp(a, "--chunk-records") == 0) num = &chunk;
         else if (strcmp(a, "--idle-timeout-ms") == 0) num = &idle;
         else if (strcmp(a, "--progress-ms") == 0) num = &progress;
@@ -199,9 +208,9 @@ int cmd_run(int argc, char **argv)
     if (state_key_file)
         dp_key_wipe(&state_key);
     if (rc != DP_OK) {
-        dp_log(DP_LOG_ERROR, "%s", err[0] ? err : dp_status_str(rc));
+        dp_log_event(DP_LOG_ERROR, "fatal", NULL, 0, 0, "%s", err[0] ? err : dp_status_str(rc));
         return rc == DP_EKEY ? CLI_EXIT_REFUSED : rc == DP_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_KAFKA;
     }
-    dp_log(DP_LOG_INFO, "stopped cleanly");
+    dp_log_event(DP_LOG_INFO, "shutdown", NULL, 0, 0, "stopped cleanly");
     return 0;
 }

@@ -21,13 +21,15 @@ static const command COMMANDS[] = {
     {"produce", cmd_produce, "produce update JSON lines to the updates topic as Avro, keyed by stream id"},
     {"export",  cmd_export,  "read the committed output topics and write them as JSON lines"},
     {"load",    cmd_load,    "turn CSV or JSONL rows into updates (JSON lines file or Kafka)"},
+    {"check-config", cmd_check_config, "validate a config as run/replay do and print each stream's privacy plan"},
+    {"inspect-snapshot", cmd_inspect_snapshot, "decode the state topic's snapshots: ledger, open step, offsets"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: dpstream <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+        fprintf(f, "  %-16s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
     fprintf(f, "\n'dpstream <command> --help' describes a command's options.\n");
 }
 

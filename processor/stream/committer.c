@@ -69,7 +69,7 @@ static int txn_error(proc *p, const char *what, rd_kafka_error_t *e)
 {
     if (!e)
         return DP_OK;
-    dp_log(DP_LOG_ERROR, "%s failed: %s", what, rd_kafka_error_string(e));
+    dp_log_event(DP_LOG_ERROR, "txn_error", NULL, 0, 0, "%s failed: %s", what, rd_kafka_error_string(e));
     if (rd_kafka_error_is_fatal(e)) {
         ps_set_fatal(p, "fatal transactional error (another instance with this transactional.id?): %s",
                   rd_kafka_error_string(e));
@@ -93,7 +93,7 @@ static int commit_outcome(proc *p)
         ps_txn_abort(p);
         return DP_EIO;
     }
-    dp_log(DP_LOG_DEBUG,
+    dp_log_event(DP_LOG_DEBUG, "txn_commit", NULL, 0, 0,
            "transaction committed: %" PRId64 " ms open, done %" PRId64 " ms after hand-off (flush %" PRId64
            " ms), awaited %" PRId64 " ms later",
            p->commit_open_ms, p->commit_done_ms - p->commit_handoff_ms, p->commit_flush_ms,
@@ -142,10 +142,14 @@ void ps_txn_abort(proc *p)
         return;
     rd_kafka_error_t *e = rd_kafka_abort_transaction(p->producer, KAFKA_TIMEOUT_MS);
     if (e) {
-        dp_log(DP_LOG_ERROR, "abort_transaction failed: %s", rd_kafka_error_string(e));
+        dp_log_event(DP_LOG_ERROR, "txn_abort", NULL, 0, 0, "abort_transaction failed: %s",
+                     rd_kafka_error_string(e));
         if (rd_kafka_error_is_fatal(e))
             ps_set_fatal(p, "fatal error aborting a transaction: %s", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
+    } else {
+        dp_log_event(DP_LOG_WARN, "txn_abort", NULL, 0, 0, "transaction aborted (its outputs are discarded; the "
+                     "state is rewound to the last committed snapshot)");
     }
     p->txn_open = 0;
     p->need_rewind = 1;

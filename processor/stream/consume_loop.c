@@ -63,8 +63,8 @@ static int dead_letter_at(proc *p, int32_t partition, int64_t offset, const void
         if (p->o->metrics)
             dp_metrics_stage_dead_letter(p->o->metrics, reason);
     }
-    dp_log(DP_LOG_DEBUG, "dead letter %s at %s[%" PRId32 "]@%" PRId64 ": %s", dp_reject_reason_name(reason),
-           p->cfg->topic_updates, partition, offset, text);
+    dp_log_partition_event(DP_LOG_DEBUG, "dead_letter", partition, "dead letter %s at %s[%" PRId32 "]@%" PRId64 ": %s",
+                           dp_reject_reason_name(reason), p->cfg->topic_updates, partition, offset, text);
     return rc;
 }
 
@@ -101,8 +101,9 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
         err[0] = '\0';
         rc = dp_gate_close(&s->gate, &sink, held_applied, p, &again, err, sizeof err);
         if (rc != DP_OK) {
-            dp_log(DP_LOG_ERROR, "closing step %" PRIu64 " of stream '%s' failed: %s", p->closing_step, s->id,
-                   err[0] ? err : dp_status_str(rc));
+            dp_log_event(DP_LOG_ERROR, "step_close_failed", s->id, s->id_len, p->closing_step,
+                         "closing step %" PRIu64 " of stream '%s' failed: %s", p->closing_step, s->id,
+                         err[0] ? err : dp_status_str(rc));
             ps_release_end(p);
             ps_txn_abort(p);
             return rc;
@@ -124,7 +125,8 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
         if ((rc = ps_txn_commit(p, 0)) != DP_OK)
             return rc;
         p->n_steps++;
-        dp_log(DP_LOG_DEBUG, "released step %" PRIu64 " of stream '%s'", p->closing_step, s->id);
+        dp_log_event(DP_LOG_INFO, "step_released", s->id, s->id_len, p->closing_step,
+                     "released step %" PRIu64 " of stream '%s'", p->closing_step, s->id);
     }
     return DP_OK;
 }
@@ -411,14 +413,16 @@ void ps_idle_markers(proc *p)
         if (dp_codec_encode_update_buf(p->codec, &mk, &p->enc, err, sizeof err) != DP_OK ||
             ps_produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, dp_codec_type_name(DP_CODEC_UPDATE),
                     s->id, s->id_len, p->enc.data, p->enc.len) != DP_OK) {
-            dp_log(DP_LOG_WARN, "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
+            dp_log_event(DP_LOG_WARN, "idle_marker", s->id, s->id_len, open,
+                         "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
             continue;
         }
         s->marker_step = open;
         s->marker_ms = now;
         p->n_markers++;
-        dp_log(DP_LOG_INFO, "stream '%s': step open for %" PRId64 " ms: appended CLOSE_STEP for step %" PRIu64,
-               s->id, now - s->step_opened_ms, open);
+        dp_log_event(DP_LOG_INFO, "idle_marker", s->id, s->id_len, open,
+                     "stream '%s': step open for %" PRId64 " ms: appended CLOSE_STEP for step %" PRIu64, s->id,
+                     now - s->step_opened_ms, open);
     }
     rd_kafka_poll(p->marker_producer, 0);
 }

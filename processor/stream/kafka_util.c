@@ -17,7 +17,7 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
      * expected, not a problem worth a warning. */
     if (strcmp(fac, "CONFWARN") == 0)
         l = DP_LOG_DEBUG;
-    dp_log(l, "librdkafka %s: %s", fac, buf);
+    dp_log_event(l, "librdkafka", NULL, 0, 0, "librdkafka %s: %s", fac, buf);
 }
 
 int32_t dp_kafka_key_partition(const char *partitioner, const void *key, size_t key_len, int32_t partition_cnt)
@@ -113,7 +113,8 @@ int dp_kafka_create_topics(rd_kafka_t *rk, const dp_topic_spec *specs, size_t n,
                 rc = dp_err(errstr, errstr_size, DP_EIO, "creating topic %s: %s",
                             rd_kafka_topic_result_name(res[i]), es ? es : rd_kafka_err2str(e));
             } else {
-                dp_log(DP_LOG_INFO, "created topic %s", rd_kafka_topic_result_name(res[i]));
+                dp_log_event(DP_LOG_INFO, "topic_created", NULL, 0, 0, "created topic %s",
+                             rd_kafka_topic_result_name(res[i]));
             }
         }
     }

@@ -97,6 +97,15 @@ static int setup(proc *p, char *errstr, size_t errn)
     char txid[512];
     if (dp_processor_transactional_id(p->group_id, p->o->instance_id, txid, sizeof txid) != DP_OK)
         return dp_err(errstr, errn, DP_ERANGE, "group id and instance id too long");
+    /* The startup summary, before the first broker round trip (so it is
+     * there even when the broker is not): what this instance reads and
+     * writes and how its state is protected — public configuration only. */
+    dp_log_event(DP_LOG_INFO, "startup", NULL, 0, 0,
+                 "starting instance '%s': %zu stream route(s), updates %s, outputs %s, %s, %s, "
+                 "state %s (snapshots %s)", p->o->instance_id, p->cfg->n_routes,
+                 p->cfg->topic_updates, p->cfg->topic_synthetic, p->cfg->topic_budget, p->cfg->topic_dead_letter,
+                 p->cfg->topic_state,
+                 p->o->state_key ? "sealed with the state key" : "authenticated, not encrypted: no state key");
 
     /* transactional producer */
     const char *const prod_kv[][2] = {{"transactional.id", txid}, {"enable.idempotence", "true"}, {"acks", "all"}};
@@ -156,8 +165,8 @@ static int setup(proc *p, char *errstr, size_t errn)
     rd_kafka_topic_partition_list_destroy(sub);
     if (se)
         return dp_err(errstr, errn, DP_EIO, "subscribe to %s: %s", p->cfg->topic_updates, rd_kafka_err2str(se));
-    dp_log(DP_LOG_INFO, "consuming %s as group '%s', transactional.id '%s'", p->cfg->topic_updates, p->group_id,
-           txid);
+    dp_log_event(DP_LOG_INFO, "subscribed", NULL, 0, 0, "consuming %s as group '%s', transactional.id '%s'",
+                 p->cfg->topic_updates, p->group_id, txid);
     return DP_OK;
 }
 /* --- the loop --------------------------------------------------------------------- */
@@ -176,7 +185,7 @@ static void log_progress(proc *p, int64_t now)
             lag += hi - p->parts[i].position;
     }
     double secs = (double)(now - p->last_progress_ms) / 1000.0;
-    dp_log(DP_LOG_INFO,
+    dp_log_event(DP_LOG_INFO, "progress", NULL, 0, 0,
            "progress: %.1f records/s, %" PRIu64 " records, %" PRIu64 " steps released, %" PRIu64
            " dead letters, %" PRIu64 " idle markers, %zu streams, lag %" PRId64,
            secs > 0 ? (double)(p->n_msgs - p->last_msgs) / secs : 0.0, p->n_msgs, p->n_steps, p->n_dlq,
@@ -324,10 +333,11 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     if (rc == DP_OK && p.fatal)
         rc = dp_err(errstr, errstr_size, p.fatal_refused ? DP_EKEY : DP_ESTATE, "%s", p.fatal_msg);
     if (ps_commit_wait(&p) != DP_OK && !p.fatal)
-        dp_log(DP_LOG_WARN, "%s", "shutdown: the last step's transaction failed and was aborted");
+        dp_log_event(DP_LOG_WARN, "shutdown", NULL, 0, 0, "%s",
+                     "shutdown: the last step's transaction failed and was aborted");
     if (p.txn_open && !p.fatal) {
         if (ps_txn_commit(&p, 1) != DP_OK)
-            dp_log(DP_LOG_WARN, "shutdown: open transaction aborted");
+            dp_log_event(DP_LOG_WARN, "shutdown", NULL, 0, 0, "shutdown: open transaction aborted");
     } else if (p.txn_open) {
         ps_txn_abort(&p);
     }

@@ -66,7 +66,8 @@ int ps_rewind_assigned(proc *p)
         return DP_EIO;
     l = rd_kafka_topic_partition_list_copy(cur);
     rd_kafka_topic_partition_list_destroy(cur);
-    dp_log(DP_LOG_WARN, "transaction aborted: rewinding %d partition(s) to their last committed state", l->cnt);
+    dp_log_event(DP_LOG_WARN, "rewind", NULL, 0, 0,
+                 "transaction aborted: rewinding %d partition(s) to their last committed state", l->cnt);
     if (p->o->metrics)
         dp_metrics_rewind(p->o->metrics);
     rc = ps_restore_partitions(p, l);
@@ -145,7 +146,8 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
             ps_set_fatal(p, "incremental assign failed: %s", rd_kafka_error_string(e));
             rd_kafka_error_destroy(e);
         }
-        dp_log(DP_LOG_INFO, "assigned %d partition(s) of %s", parts->cnt, p->cfg->topic_updates);
+        dp_log_event(DP_LOG_INFO, "rebalance_assign", NULL, 0, 0, "assigned %d partition(s) of %s", parts->cnt,
+                     p->cfg->topic_updates);
         count_assigned(p);
         return;
     }
@@ -171,6 +173,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
     } else {
         rd_kafka_assign(rk, NULL);
     }
-    dp_log(DP_LOG_INFO, "revoked %d partition(s) of %s", parts->cnt, p->cfg->topic_updates);
+    dp_log_event(DP_LOG_INFO, "rebalance_revoke", NULL, 0, 0, "revoked %d partition(s) of %s", parts->cnt,
+                 p->cfg->topic_updates);
     count_assigned(p);
 }

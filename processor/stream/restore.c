@@ -28,12 +28,10 @@
 #include "stream/kafka_util.h"
 #include "stream/state_record.h"
 
-typedef struct restore_val {
-    uint8_t *data;
-    size_t   len;
-} restore_val;
+/* The newest value under a key: a dp_state_piece whose bytes it owns. */
+typedef dp_state_piece restore_val;
 
-static void free_restore_val(void *v, void *ctx) { (void)ctx; if (v) { free(((restore_val *)v)->data); free(v); } }
+static void free_restore_val(void *v, void *ctx) { (void)ctx; if (v) { free((void *)((restore_val *)v)->data); free(v); } }
 static int keep_none(void *v, void *ctx) { (void)v; (void)ctx; return 0; }
 
 /* One retry of a transient restore error: wait a little unless the
@@ -237,12 +235,13 @@ static int read_state_topic(proc *p, dp_bytes_map *latest, const rd_kafka_topic_
                 s->value = NULL;
                 if (m->payload) {   /* NULL payload = tombstone */
                     restore_val *v = malloc(sizeof *v);
-                    if (!v || !(v->data = malloc(m->len ? m->len : 1))) {
+                    uint8_t *bytes = v ? malloc(m->len ? m->len : 1) : NULL;
+                    if (!bytes) {
                         free(v);
                         rc = DP_ENOMEM;
                     } else {
-                        memcpy(v->data, m->payload, m->len);
-                        v->len = m->len;
+                        memcpy(bytes, m->payload, m->len);
+                        *v = (restore_val){.data = bytes, .len = m->len};
                         s->value = v;
                     }
                 }
@@ -262,42 +261,21 @@ out:
     return rc;
 }
 
+/* dp_state_decode_newest's view of the newest-per-key table. */
+static const dp_state_piece *latest_value(void *ctx, const void *key, size_t key_len)
+{
+    dp_bytes_map_slot *s = dp_bytes_map_find(ctx, key, key_len);
+    return s ? s->value : NULL;
+}
+
 /* Decode the state record under `key`; a snapshot of several chunks is
  * assembled from the values under its chunk keys (state_record.h; stale
  * chunks of an older snapshot under those keys are ignored there). */
-static int restore_decode(proc *p, const dp_bytes_map *latest, const char *key, size_t key_len,
-                          const restore_val *v, dp_state_record *r, dp_buf *scratch, char *err, size_t errn)
+static int restore_decode(proc *p, dp_bytes_map *latest, const char *key, size_t key_len, const restore_val *v,
+                          dp_state_record *r, dp_buf *scratch, char *err, size_t errn)
 {
-    dp_state_chunk_info info;
-    if (dp_state_chunk_peek(p->codec, v->data, v->len, &info) != DP_OK || info.chunk_count <= 1)
-        return dp_state_decode(p->codec, v->data, v->len, p->o->state_key, p->o->noise_key, r, scratch, err, errn);
-    /* at most one piece per key present: a corrupt count cannot make this huge */
-    size_t cap = info.chunk_count < latest->count ? info.chunk_count : latest->count;
-    dp_state_piece *pieces = malloc((cap ? cap : 1) * sizeof *pieces);
-    dp_buf ck;
-    dp_buf_init(&ck);
-    if (!pieces) {
-        snprintf(err, errn, "out of memory");
-        return DP_ENOMEM;
-    }
-    size_t n = 0;
-    pieces[n++] = (dp_state_piece){.data = v->data, .len = v->len};
-    int rc = DP_OK;
-    for (uint32_t i = 1; i < info.chunk_count && rc == DP_OK; i++) {
-        if ((rc = dp_state_snapshot_key(key, key_len, i, &ck)) != DP_OK)
-            break;
-        dp_bytes_map_slot *s = dp_bytes_map_find(latest, ck.data, ck.len);
-        const restore_val *cv = s ? s->value : NULL;
-        if (cv && n < cap)
-            pieces[n++] = (dp_state_piece){.data = cv->data, .len = cv->len};
-    }
-    if (rc == DP_OK)
-        rc = dp_state_decode_chunks(p->codec, pieces, n, p->o->state_key, p->o->noise_key, r, scratch, err, errn);
-    else
-        snprintf(err, errn, "out of memory");
-    dp_buf_free(&ck);
-    free(pieces);
-    return rc;
+    return dp_state_decode_newest(p->codec, key, key_len, v, latest_value, latest, latest->count, p->o->state_key,
+                                  p->o->noise_key, r, scratch, err, errn);
 }
 
 /* Restore the streams of the partitions in `l` (marked assigned) and set
@@ -311,6 +289,8 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
+    dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s", l->cnt,
+                 p->cfg->topic_updates, p->cfg->topic_state);
     dp_bytes_map latest;
     dp_bytes_map_init(&latest);
     int rc = read_state_topic(p, &latest, l);
@@ -391,6 +371,10 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         if (p->o->metrics)
             dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
                                        dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
+        dp_log_event(DP_LOG_DEBUG, "stream_restored", s->id, s->id_len, dp_synth_open_step(s->synth),
+                     "stream '%s' (%s) restored in partition %" PRId32 ": step %" PRIu64 " open, input below offset %"
+                     PRId64 " already in its snapshot", s->id, route->synthesizer, s->partition,
+                     dp_synth_open_step(s->synth), s->skip_below);
     }
     if (rc == DP_OK) {
         for (int i = 0; i < l->cnt; i++) {
@@ -400,13 +384,16 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
             p->parts[l->elems[i].partition].resume = l->elems[i].offset;
             if (resume[i] == NO_OFFSET)
-                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
-                       p->cfg->topic_updates, l->elems[i].partition);
+                dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
+                                       "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
+                                       p->cfg->topic_updates, l->elems[i].partition);
             else
-                dp_log(DP_LOG_INFO, "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
-                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
+                dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
+                                       "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
+                                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
         }
-        dp_log(DP_LOG_INFO, "restored %" PRIu64 " stream(s) from %s", restored, p->cfg->topic_state);
+        dp_log_event(DP_LOG_INFO, "restore_done", NULL, 0, 0, "restored %" PRIu64 " stream(s) from %s", restored,
+                     p->cfg->topic_state);
     }
     free(resume);
     if (scratch.data)

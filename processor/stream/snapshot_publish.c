@@ -141,8 +141,9 @@ static int sink_budget(void *ctx, const dp_budget_event *e)
         return rc;
     }
     if (e->status == DP_BUDGET_EXHAUSTED)
-        dp_log(DP_LOG_INFO, "stream '%s' exhausted its budget at step %" PRIu64 " (spent %.6g of %.6g)",
-               p->closing->id, e->step, e->spent_total, e->budget_total);
+        dp_log_event(DP_LOG_INFO, "budget_exhausted", p->closing->id, p->closing->id_len, e->step,
+                     "stream '%s' exhausted its budget at step %" PRIu64 " (spent %.6g of %.6g)", p->closing->id,
+                     e->step, e->spent_total, e->budget_total);
     if (p->o->metrics)
         dp_metrics_stage_budget(p->o->metrics, e);   /* counted only if the transaction commits */
     return ps_produce(p, p->producer, p->cfg->topic_budget, RD_KAFKA_PARTITION_UA,

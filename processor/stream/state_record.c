@@ -393,3 +393,38 @@ int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t
     dp_buf_free(&whole);
     return rc;
 }
+
+int dp_state_decode_newest(dp_codec *codec, const char *key, size_t key_len, const dp_state_piece *first,
+                           dp_state_lookup_fn lookup, void *ctx, size_t n_keys, const dp_key *state_key,
+                           const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, char *errstr,
+                           size_t errstr_size)
+{
+    dp_state_chunk_info info;
+    if (dp_state_chunk_peek(codec, first->data, first->len, &info) != DP_OK || info.chunk_count <= 1)
+        return dp_state_decode(codec, first->data, first->len, state_key, mac_key, out, scratch, errstr,
+                               errstr_size);
+    /* at most one piece per key present: a corrupt count cannot make this huge */
+    size_t cap = info.chunk_count < n_keys ? info.chunk_count : n_keys;
+    dp_state_piece *pieces = malloc((cap ? cap : 1) * sizeof *pieces);
+    if (!pieces)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    dp_buf ck;
+    dp_buf_init(&ck);
+    size_t n = 0;
+    pieces[n++] = *first;
+    int rc = DP_OK;
+    for (uint32_t i = 1; i < info.chunk_count && rc == DP_OK; i++) {
+        if ((rc = dp_state_snapshot_key(key, key_len, i, &ck)) != DP_OK)
+            break;
+        const dp_state_piece *cv = lookup(ctx, ck.data, ck.len);
+        if (cv && n < cap)
+            pieces[n++] = *cv;
+    }
+    if (rc == DP_OK)
+        rc = dp_state_decode_chunks(codec, pieces, n, state_key, mac_key, out, scratch, errstr, errstr_size);
+    else
+        dp_err(errstr, errstr_size, rc, "out of memory");
+    dp_buf_free(&ck);
+    free(pieces);
+    return rc;
+}

@@ -154,4 +154,18 @@ int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t
                            const dp_key *state_key, const dp_key *mac_key, dp_state_record *out, dp_buf *scratch,
                            char *errstr, size_t errstr_size);
 
+/* The newest value a reader of the compacted state topic holds under `key`
+ * (NULL if none or a tombstone): the caller's newest-per-key table. */
+typedef const dp_state_piece *(*dp_state_lookup_fn)(void *ctx, const void *key, size_t key_len);
+
+/* Decode the record whose newest value under `key` is `first`, as a restore
+ * does: a snapshot of several chunks is assembled from the newest values
+ * under its chunk keys (at most n_keys of them exist, which bounds what a
+ * corrupt chunk count can make it allocate); anything else is
+ * dp_state_decode.  Keys, errors and keys as for dp_state_decode_chunks. */
+int dp_state_decode_newest(dp_codec *codec, const char *key, size_t key_len, const dp_state_piece *first,
+                           dp_state_lookup_fn lookup, void *ctx, size_t n_keys, const dp_key *state_key,
+                           const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, char *errstr,
+                           size_t errstr_size);
+
 #endif

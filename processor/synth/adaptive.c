@@ -575,6 +575,66 @@ static const dp_ledger *adaptive_release_ledger(const dp_release_half *rel)
 
 static uint64_t adaptive_next_step(const dp_release_half *rel) { return ((const adaptive_release *)rel)->done + 1; }
 
+/* The plan (synth.h).  Which steps release is the mechanism's output, so
+ * there are no per-step runs: the named spends say what a decision and a
+ * release cost and how many there can be. */
+static int adaptive_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const adaptive_release *m = (const adaptive_release *)rel;
+    const dp_adaptive_config *c = &m->cfg;
+    static const char *const MECH[] = {NAME "/dsat+svt+discrete_laplace", NAME "/dsft+svt+discrete_laplace",
+                                       NAME "/bd+discrete_laplace", NAME "/ba+discrete_laplace"};
+    static const char *const UNSAFE[] = {
+        NAME "/dsat-published-rules: NOT DIFFERENTIALLY PRIVATE (the noisy threshold is clipped; comparison only)",
+        NAME "/dsft-published-rules: NOT DIFFERENTIALLY PRIVATE (1.5x the stated decision budget; comparison only)"};
+    out->mechanism = c->unsafe_paper ? UNSAFE[c->method] : MECH[c->method];
+    out->unit = c->w_event ? "w-event: a user's reports in any w consecutive steps"
+                           : "user-level: a user's whole series of reports over the horizon";
+    out->neighbors = "add_remove";
+    out->public_inputs = "the configuration (categories, budget, horizon, n_min, thresholds) and the step boundaries; "
+                         "which steps release is the mechanism's charged output";
+    dp_plan_budget(out, DP_PRIVACY_PURE, c->epsilon, 0);
+    out->horizon = c->horizon;
+    out->composition = c->w_event ? "w_event" : "sequential";
+    double C = (double)c->max_releases;
+    if (c->method >= DP_ADAPTIVE_BD) {
+        out->spend_rule = "every step after the first spends test_fraction*epsilon/w on a noisy dissimilarity test; "
+                          "a publication spends its budget from the window's (1 - test_fraction)*epsilon "
+                          "(bd: half of what the last w-1 steps left; ba: what the steps it absorbed saved)";
+        dp_plan_kv(out->spend, &out->n_spend, "test_epsilon_step", c->test_fraction * c->epsilon / c->w);
+        dp_plan_kv(out->spend, &out->n_spend, "publication_epsilon_window", (1 - c->test_fraction) * c->epsilon);
+        dp_plan_kv(out->spend, &out->n_spend, "w", (double)c->w);
+        dp_plan_kv(out->noise, &out->n_noise, "dissimilarity_scale", c->w / (c->test_fraction * c->epsilon));
+        dp_plan_kv(out->noise, &out->n_noise, "w", (double)c->w);
+        return DP_OK;
+    }
+    if (c->w_event) {
+        double eps1 = c->decision_fraction * c->epsilon;
+        out->spend_rule = "step 1 releases; then a chain of AboveThreshold instances decides, each starting at step 1 "
+                          "or after a release and spending decision_epsilon; each release spends release_epsilon; at "
+                          "most max_releases releases in any w steps";
+        dp_plan_kv(out->spend, &out->n_spend, "decision_epsilon", eps1 / (C + 1));
+        dp_plan_kv(out->spend, &out->n_spend, "release_epsilon", m->eps_release);
+        dp_plan_kv(out->spend, &out->n_spend, "max_releases", C);
+        dp_plan_kv(out->spend, &out->n_spend, "w", (double)c->w);
+    } else {
+        out->spend_rule = "step 1 spends decision_epsilon (the sparse vector's whole cost) and release_epsilon (the "
+                          "first release); each later release spends release_epsilon, at most max_releases in all; "
+                          "steps that repeat the last release spend nothing; the last step releases with what is left "
+                          "if fewer were made";
+        dp_plan_kv(out->spend, &out->n_spend, "decision_epsilon", dp_ledger_units_value(&m->ledger, m->units_decision));
+        dp_plan_kv(out->spend, &out->n_spend, "release_epsilon", m->eps_release);
+        dp_plan_kv(out->spend, &out->n_spend, "max_releases", C);
+    }
+    dp_plan_kv(out->noise, &out->n_noise, "dp", c->unsafe_paper ? 0 : 1);
+    dp_plan_kv(out->noise, &out->n_noise, "svt_epsilon_threshold", m->svt.eps_a);
+    dp_plan_kv(out->noise, &out->n_noise, "svt_epsilon_queries", m->svt.eps_b);
+    dp_plan_kv(out->noise, &out->n_noise, "distance_sensitivity", 2.0 / (double)c->n_min);
+    dp_plan_kv(out->noise, &out->n_noise, "release_scale", m->eps_release > 0 ? 1.0 / m->eps_release : 0);
+    dp_plan_kv(out->noise, &out->n_noise, "threshold", c->threshold);
+    return DP_OK;
+}
+
 /* --- snapshots ------------------------------------------------------------------------ */
 
 static int adaptive_release_save(const dp_release_half *rel, dp_buf *b)
@@ -682,4 +742,5 @@ const dp_synth_ops dp_synth_ops_adaptive = {
     .release_destroy = adaptive_release_destroy,
     .release_ledger = adaptive_release_ledger,
     .release_next_step = adaptive_next_step,
+    .release_describe = adaptive_release_describe,
 };

@@ -163,6 +163,7 @@ typedef struct cumul_release {
     uint64_t      *units_b;      /* [1..T]: M_b's charge in ledger units */
     dp_counter   **M;            /* [1..T] */
     double         bound;
+    double         sigma2_max;   /* the largest variance of any released count (counters over their horizons) */
     char           mechanism[DP_LEDGER_MECH_MAX];
     /* state */
     uint64_t       done;
@@ -352,6 +353,7 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
      *   α = sqrt(2 · max v · ln(T(T+1)/β)),
      * and monotonization does not increase the maximum error (Lemma 4.2). */
     w->bound = sqrt(2.0 * vmax * log((double)T * (double)(T + 1) / c->beta));
+    w->sigma2_max = vmax;
     *out = (dp_release_half *)w;
     return DP_OK;
 }
@@ -619,6 +621,32 @@ static uint64_t cumul_next_step(const dp_release_half *rel)
     return ((const cumul_release *)rel)->done + 1;
 }
 
+/* The plan (synth.h): step t starts counter M_t and spends its share of ρ
+ * (units_b, split in proportion to the counters' variances). */
+static int cumul_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const cumul_release *w = (const cumul_release *)rel;
+    const dp_long_config *c = &w->cfg;
+    snprintf(out->name_buf, sizeof out->name_buf, "%s", w->mechanism);
+    out->mechanism = out->name_buf;
+    out->unit = "user-level over horizon T";
+    out->neighbors = dp_long_neighbors_name(c);
+    out->public_inputs = dp_long_public_inputs(c);
+    dp_plan_budget(out, DP_PRIVACY_ZCDP, c->rho, c->delta);
+    out->horizon = w->T;
+    out->composition = "sequential";
+    out->spend_rule = "step t starts the counter M_t over steps t..T and spends its share of rho, split over the T "
+                      "counters in proportion to their error variances";
+    int rc = DP_OK;
+    for (uint64_t b = 1; b <= w->T && rc == DP_OK; b++)
+        rc = dp_plan_run_add(out, b, b, dp_ledger_units_value(&w->ledger, w->units_b[b]));
+    dp_plan_kv(out->spend, &out->n_spend, "counters_over_horizon", (double)w->T);
+    dp_plan_kv(out->noise, &out->n_noise, "sigma2_max", w->sigma2_max);
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "beta", c->beta);
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "max_abs_error", w->bound);
+    return rc;
+}
+
 const dp_synth_ops dp_synth_ops_cumulative = {
     .name = "cumulative",
     .ingest_create = cumul_ingest_create,
@@ -638,4 +666,5 @@ const dp_synth_ops dp_synth_ops_cumulative = {
     .release_load = cumul_release_load,
     .release_destroy = cumul_release_destroy,
     .release_ledger = cumul_release_ledger,
+    .release_describe = cumul_release_describe,
 };

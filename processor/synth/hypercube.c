@@ -769,6 +769,35 @@ int dp_hypercube_counts(const dp_release_half *rel, unsigned j, int64_t *out, ui
     return DP_OK;
 }
 
+/* The plan (synth.h): what a step spends depends on the level its points
+ * reach (t, the points so far, which the data decide), so no per-step
+ * runs: the series' supremum bounds every step and the stream's total. */
+static int hc_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const hc_release *m = (const hc_release *)rel;
+    const dp_hypercube_config *c = &m->cfg;
+    out->mechanism = NAME "/inhomogeneous_sparse_counting+discrete_laplace";
+    out->unit = "event-level: one point replaced at one time (parallel over steps)";
+    out->neighbors = "replace";
+    out->public_inputs = "the configuration (box, budget, depth limit), the step boundaries and each step's number "
+                         "of points (fixed under replacement neighbours); t, the level, the depth and the cells "
+                         "follow from them";
+    dp_plan_budget(out, DP_PRIVACY_PURE, c->epsilon, 0);
+    out->horizon = 0;
+    out->composition = "parallel";
+    out->spend_rule = "a step with points at level r (t >= ceil(2^r/epsilon) points so far) spends epsilon_point(r), "
+                      "rising with the level towards series_sum <= epsilon and never past it; a step without points "
+                      "spends nothing; the horizon is infinite";
+    dp_plan_kv(out->spend, &out->n_spend, "series_sum", c->box.d == 1 ? eps_step(m, 0) : c->epsilon);
+    dp_plan_kv(out->spend, &out->n_spend, "level_1_at_t", (double)level_start(m, 1));
+    dp_plan_kv(out->noise, &out->n_noise, "C1", m->C1);
+    dp_plan_kv(out->noise, &out->n_noise, "alpha", m->alpha);
+    dp_plan_kv(out->noise, &out->n_noise, "dims", (double)c->box.d);
+    dp_plan_kv(out->noise, &out->n_noise, "points_per_step", (double)c->points_per_step);
+    dp_plan_kv(out->noise, &out->n_noise, "max_depth", (double)c->max_depth);
+    return DP_OK;
+}
+
 const dp_synth_ops dp_synth_ops_hypercube = {
     .name = NAME,
     .ingest_create = dp_hypercube_ingest_create,
@@ -787,4 +816,5 @@ const dp_synth_ops dp_synth_ops_hypercube = {
     .release_destroy = hc_release_destroy,
     .release_ledger = hc_release_ledger,
     .release_next_step = hc_next_step,
+    .release_describe = hc_release_describe,
 };

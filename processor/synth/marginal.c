@@ -606,6 +606,55 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     return emit_event(m, step, m->next_id, sink);
 }
 
+/* The plan (synth.h): every step spends the whole budget on its own row
+ * events — K selections and K measurements of budget/(2K) each — and steps
+ * compose in parallel.  The stated figure is the largest standard
+ * deviation a measured cell can have (the manifests' selected_sd.<l> are
+ * at most this): a counter's at its horizon-th step, or mwem's one-step
+ * noise. */
+static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const marginal_release *m = (const marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    int pure = c->model == DP_PRIVACY_PURE;
+    out->mechanism = pure ? NAME "/exponential+discrete_laplace" : NAME "/exponential+discrete_gaussian";
+    out->unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
+                                     : "event-level: one row inserted or deleted at one step (parallel over steps)";
+    out->neighbors = c->replace ? "replace" : "add_remove";
+    out->public_inputs = "the configuration (attributes, workloads, budget, horizon, method, fit) and the step "
+                         "boundaries; the number of rows is protected";
+    dp_plan_budget(out, c->model, c->budget, c->delta);
+    out->horizon = c->horizon;
+    out->composition = "parallel";
+    out->spend_rule = "every step spends the whole budget on its own row events: K selections (exponential "
+                      "mechanism) and K measurements of budget/(2K) each";
+    int rc = dp_plan_run_add(out, 1, c->horizon, dp_ledger_units_value(&m->ledger, m->ledger.units_total));
+    double part = dp_ledger_units_value(&m->ledger, (uint64_t)1 << UNIT_BITS);
+    dp_plan_kv(out->spend, &out->n_spend, "selections_per_step", (double)c->selections);
+    dp_plan_kv(out->spend, &out->n_spend, "per_selection", part);
+    dp_plan_kv(out->spend, &out->n_spend, "per_measurement", part);
+    dp_plan_kv(out->noise, &out->n_noise, "selection_epsilon", m->em.epsilon);
+    dp_plan_kv(out->noise, &out->n_noise, pure ? "measurement_scale" : "measurement_sigma2", m->noise_param);
+    dp_plan_kv(out->noise, &out->n_noise, "group", (double)m->group);
+    dp_plan_kv(out->noise, &out->n_noise, "workloads", (double)c->n_workloads);
+    double sd = m->noise_sd;
+    if (c->method == DP_MARGINAL_SMF) {
+        dp_counter *probe = NULL;
+        dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
+        if (rc == DP_OK && (rc = dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0)) == DP_OK) {
+            double vmax = 0;
+            for (uint64_t t = 1; t <= c->horizon; t++) {
+                double v = dp_counter_variance(probe, t);
+                vmax = v > vmax ? v : vmax;
+            }
+            sd = sqrt(vmax);
+        }
+        dp_counter_destroy(probe);
+    }
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "measurement_sd_max", sd);
+    return rc;
+}
+
 const dp_synth_ops dp_synth_ops_marginal = {
     .name = NAME,
     .ingest_create = dp_marginal_ingest_create,
@@ -624,4 +673,5 @@ const dp_synth_ops dp_synth_ops_marginal = {
     .release_destroy = marginal_release_destroy,
     .release_ledger = marginal_release_ledger,
     .release_next_step = marginal_next_step,
+    .release_describe = marginal_release_describe,
 };

@@ -648,6 +648,43 @@ static const dp_ledger *spatial_release_ledger(const dp_release_half *rel)
 
 static uint64_t spatial_next_step(const dp_release_half *rel) { return ((const spatial_release *)rel)->done + 1; }
 
+/* The plan (synth.h): input steps before init_steps release and spend
+ * nothing; from it on every step spends ε on its own point events
+ * (PrivTree's share and the leaf counters'), in parallel over steps. */
+static int spatial_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const spatial_release *m = (const spatial_release *)rel;
+    const dp_spatial_config *c = &m->cfg;
+    out->mechanism = c->variant == DP_SPATIAL_SAFE
+                         ? NAME "/privtree+discrete_laplace"
+                         : NAME "/privtree+discrete_laplace (variant paper: NOT covered by PrivTree's privacy "
+                                "proof under deletions or negative counts; not differentially private as stated)";
+    out->unit = c->event_level ? "event-level: one point inserted or deleted at one step (parallel over steps)"
+                               : "user-level: an entity's `sensitivity` point events (parallel over steps)";
+    out->neighbors = "add_remove";
+    out->public_inputs = "the configuration (box, budget, tree limits, counter) and the step boundaries; the tree's "
+                         "shape is released; the number of points is protected";
+    dp_plan_budget(out, DP_PRIVACY_PURE, c->epsilon, 0);
+    out->horizon = c->horizon;
+    out->composition = "parallel";
+    out->spend_rule = "input steps before init_steps release and spend nothing; from init_steps on every step spends "
+                      "epsilon on its own point events: PrivTree's share and the leaf counters'";
+    int rc = DP_OK;
+    if (c->init_steps > 1)
+        rc = dp_plan_run_add(out, 1, c->init_steps - 1, 0);
+    if (rc == DP_OK)
+        rc = dp_plan_run_add(out, c->init_steps, c->horizon,
+                             dp_ledger_units_value(&m->ledger, m->tree_units + m->count_units));
+    dp_plan_kv(out->spend, &out->n_spend, "tree_epsilon", m->eps_tree);
+    dp_plan_kv(out->spend, &out->n_spend, "count_epsilon", m->eps_count);
+    dp_plan_kv(out->noise, &out->n_noise, "privtree_lambda", m->privtree.lambda);
+    dp_plan_kv(out->noise, &out->n_noise, "privtree_delta", dp_privtree_delta(&m->privtree));
+    dp_plan_kv(out->noise, &out->n_noise, "privtree_theta", dp_privtree_theta(&m->privtree));
+    dp_plan_kv(out->noise, &out->n_noise, "sensitivity", (double)c->sensitivity);
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "leaf_count_scale", 1.0 / m->eps_count);
+    return rc;
+}
+
 /* --- snapshots ----------------------------------------------------------------------- */
 
 static int spatial_release_save(const dp_release_half *rel, dp_buf *b)
@@ -771,4 +808,5 @@ const dp_synth_ops dp_synth_ops_spatial = {
     .release_destroy = spatial_release_destroy,
     .release_ledger = spatial_release_ledger,
     .release_next_step = spatial_next_step,
+    .release_describe = spatial_release_describe,
 };

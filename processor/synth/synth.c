@@ -97,7 +97,8 @@ struct dp_synth {
      * release half is private to the bundle and changes only in
      * release_step / release_load, after which the cache is refreshed. */
     int                 exhausted;
-    char                key_fp[DP_KEY_FINGERPRINT_HEX];   /* of env->key */
+    char                key_fp[DP_KEY_FINGERPRINT_HEX];   /* of env->key (read-only: of the state's key) */
+    int                 read_only;                        /* dp_synth_open_read_only: never releases */
     const dp_release_sink *sink;                          /* during a close: the caller's */
     char                stream_id[128];                   /* for messages (truncated) */
 };
@@ -207,6 +208,9 @@ static int sink_budget_fp(void *ctx, const dp_budget_event *e)
 
 int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, size_t errstr_size)
 {
+    if (s->read_only)
+        return dp_err(errstr, errstr_size, DP_ESTATE, "%s stream '%s': opened read-only, for inspection; it "
+                      "cannot release", s->ops->name, s->stream_id);
     if (s->ops->release_exhausted(s->rel))
         return dp_err(errstr, errstr_size, DP_EHORIZON,
                       "%s: stream exhausted (horizon or budget used up); step %llu not released",
@@ -230,6 +234,19 @@ int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, 
     return DP_OK;
 }
 
+int dp_synth_describe(const dp_synth *s, dp_synth_plan *out, char *errstr, size_t errstr_size)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->ops->release_describe)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: the synthesizer does not describe its plan", s->ops->name);
+    int rc = s->ops->release_describe(s->rel, out);
+    if (rc != DP_OK) {
+        dp_synth_plan_free(out);
+        return dp_err(errstr, errstr_size, rc, "%s: describing the plan: %s", s->ops->name, dp_status_str(rc));
+    }
+    return DP_OK;
+}
+
 const dp_ledger *dp_synth_ledger(const dp_synth *s)
 {
     return s->ops->release_ledger ? s->ops->release_ledger(s->rel) : NULL;
@@ -237,6 +254,8 @@ const dp_ledger *dp_synth_ledger(const dp_synth *s)
 
 int dp_synth_snapshot(const dp_synth *s, dp_buf *out)
 {
+    if (s->read_only)
+        return DP_ESTATE;   /* its key is not the state's: nothing may be stored from it */
     dp_buf_put_u32(out, SYNTH_MAGIC);
     dp_buf_put_blob(out, s->ops->name, strlen(s->ops->name));
     dp_buf_put_blob(out, s->key_fp, strlen(s->key_fp));
@@ -247,15 +266,18 @@ int dp_synth_snapshot(const dp_synth *s, dp_buf *out)
     return rc != DP_OK ? rc : dp_buf_status(out);
 }
 
-int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
-                     const dp_synth_env *env, const uint8_t *data, size_t len,
-                     char *errstr, size_t errstr_size)
+const char *dp_synth_key_fingerprint(const dp_synth *s) { return s->key_fp; }
+
+/* dp_synth_restore, or (read_only) dp_synth_open_read_only. */
+static int restore(dp_synth **out, const char *name, const json_t *config, const dp_synth_env *env,
+                   const uint8_t *data, size_t len, int read_only, char *errstr, size_t errstr_size)
 {
     *out = NULL;
     dp_synth *s;
     int rc = dp_synth_create(&s, name, config, env, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
+    s->read_only = read_only;
     dp_reader r;
     dp_reader_init(&r, data, len);
     size_t nlen;
@@ -268,7 +290,11 @@ int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
     }
     size_t fplen;
     const uint8_t *fp = dp_reader_blob(&r, &fplen);
-    if (!fp || fplen != strlen(s->key_fp) || memcmp(fp, s->key_fp, fplen) != 0) {
+    if (read_only && fp && fplen == DP_KEY_FINGERPRINT_HEX - 1) {
+        /* Inspection: the state's own key is reported, not checked. */
+        memcpy(s->key_fp, fp, fplen);
+        s->key_fp[fplen] = '\0';
+    } else if (!fp || fplen != strlen(s->key_fp) || memcmp(fp, s->key_fp, fplen) != 0) {
         rc = dp_err(errstr, errstr_size, DP_EKEY,
                     "%s stream '%s': its state was built with another noise key (fingerprint %.*s, this key's "
                     "is %s); refusing to continue: fresh noise over the same data would spend its budget a "
@@ -302,4 +328,17 @@ int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
     }
     *out = s;
     return DP_OK;
+}
+
+int dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
+                     const dp_synth_env *env, const uint8_t *data, size_t len,
+                     char *errstr, size_t errstr_size)
+{
+    return restore(out, name, config, env, data, len, 0, errstr, errstr_size);
+}
+
+int dp_synth_open_read_only(dp_synth **out, const char *name, const json_t *config, const dp_synth_env *env,
+                            const uint8_t *data, size_t len, char *errstr, size_t errstr_size)
+{
+    return restore(out, name, config, env, data, len, 1, errstr, errstr_size);
 }

@@ -229,6 +229,78 @@ int  dp_synth_snapshot(const dp_synth *s, dp_buf *out);
 int  dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
                       const dp_synth_env *env, const uint8_t *data, size_t len,
                       char *errstr, size_t errstr_size);
+/* (added) Open a state to read it (`dpstream inspect-snapshot`) without
+ * the noise key it was built with: dp_synth_restore, except that the key
+ * fingerprint the state holds is taken (dp_synth_key_fingerprint says it)
+ * instead of compared with env->key's — a throw-away env->key is fine.
+ * Read-only: dp_synth_close_step and dp_synth_snapshot refuse it
+ * (DP_ESTATE), so nothing is ever released or stored under a key that is
+ * not the state's. */
+int  dp_synth_open_read_only(dp_synth **out, const char *name, const json_t *config, const dp_synth_env *env,
+                             const uint8_t *data, size_t len, char *errstr, size_t errstr_size);
+/* (added) The fingerprint of the noise key the state was built with (32
+ * hex digits): env->key's, or for a read-only synthesizer the state's. */
+const char *dp_synth_key_fingerprint(const dp_synth *s);
+
+/* --- the plan: what a stream will spend, from its configuration ------------- */
+
+/* Steps first..last each spend `spend` (in the ledger's model); last = 0:
+ * every step from `first` on. */
+typedef struct dp_plan_run {
+    uint64_t first;
+    uint64_t last;
+    double   spend;
+} dp_plan_run;
+
+#define DP_PLAN_MAX_KV 12
+
+/* A stream's privacy plan as `dpstream check-config` prints it: read from a
+ * freshly created release half, so it depends on the configuration only —
+ * no input, no key — and every field is public (the budget events publish
+ * the same names and values step by step).  It outlives the synthesizer:
+ * strings are literals or held in name_buf, and `runs` is owned
+ * (dp_synth_plan_free). */
+typedef struct dp_synth_plan {
+    const char      *mechanism;       /* as the budget events name it */
+    const char      *unit;
+    const char      *neighbors;
+    const char      *public_inputs;
+    dp_privacy_model model;
+    double           budget_total;    /* ρ or ε: per stream (per window under w-event) */
+    double           delta;           /* δ of the (ε, δ) equivalents (zCDP; 0 for pure ε) */
+    double           eps_simple;      /* the whole budget as ε at δ: simple bound (NaN for pure ε) */
+    double           eps_cks;         /* … CKS bound (ε itself for pure ε) */
+    uint64_t         horizon;         /* steps; 0: unbounded */
+    /* How step spends add up to the stream's total: "sequential" (they
+     * add up), "parallel" (each step's rows or points are its own: the total
+     * is the largest step's spend), "w_event" (any w consecutive steps add
+     * up to at most the budget). */
+    const char      *composition;
+    const char      *spend_rule;      /* one sentence: when and how much is spent */
+    dp_plan_run     *runs;            /* per-step spends the configuration fixes; none when data decide them */
+    size_t           n_runs;
+    dp_kv            spend[DP_PLAN_MAX_KV];      /* named spends (per release, per decision, …) */
+    size_t           n_spend;
+    dp_kv            noise[DP_PLAN_MAX_KV];      /* noise parameters, as in the budget events */
+    size_t           n_noise;
+    dp_kv            accuracy[DP_PLAN_MAX_KV];   /* the stated accuracy, where the synthesizer states one */
+    size_t           n_accuracy;
+    char             name_buf[64];    /* a mechanism name built at run time (mechanism then points here:
+                                         do not copy a plan by value) */
+} dp_synth_plan;
+
+/* The plan of s (plan.c).  DP_EINVAL if its synthesizer has no describe
+ * op; DP_ENOMEM.  Call it on a synthesizer created for the purpose (a
+ * throw-away key is fine: describing draws no noise). */
+int  dp_synth_describe(const dp_synth *s, dp_synth_plan *out, char *errstr, size_t errstr_size);
+void dp_synth_plan_free(dp_synth_plan *p);
+/* For the describe ops: the budget and its (ε, δ) equivalents; one run
+ * (merged into the previous one when it continues it with the same
+ * spend); one named value (ignored past DP_PLAN_MAX_KV — the ops stay far
+ * below it). */
+void dp_plan_budget(dp_synth_plan *p, dp_privacy_model model, double budget, double delta);
+int  dp_plan_run_add(dp_synth_plan *p, uint64_t first, uint64_t last, double spend);
+void dp_plan_kv(dp_kv *arr, size_t *n, const char *key, double value);
 
 /* --- the two halves, for sharded ingest ----------------------------------- */
 
@@ -266,6 +338,9 @@ typedef struct dp_synth_ops {
      * refuses a state whose halves and bundle disagree on it. */
     uint64_t (*ingest_open_step)(const dp_ingest_half *in);
     uint64_t (*release_next_step)(const dp_release_half *rel);
+    /* (added, optional) The plan (dp_synth_plan) of a release half: its
+     * configuration's, whatever state it holds.  NULL: not described. */
+    int  (*release_describe)(const dp_release_half *rel, dp_synth_plan *out);
 } dp_synth_ops;
 
 /* NULL if unknown. */

@@ -556,6 +556,37 @@ static uint64_t window_next_step(const dp_release_half *rel)
     return ((const window_release *)rel)->done + 1;
 }
 
+/* The plan (synth.h): nothing before step k, then R = T−k+1 equal exact
+ * spends of ρ/R; the figures the budget events carry at every step. */
+static int window_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const window_release *w = (const window_release *)rel;
+    const dp_long_config *c = &w->cfg;
+    out->mechanism = "window/discrete_gaussian";
+    out->unit = "user-level over horizon T";
+    out->neighbors = dp_long_neighbors_name(c);
+    out->public_inputs = dp_long_public_inputs(c);
+    dp_plan_budget(out, DP_PRIVACY_ZCDP, c->rho, c->delta);
+    out->horizon = c->horizon;
+    out->composition = "sequential";
+    out->spend_rule = "steps before k release nothing and spend nothing; each of the T-k+1 steps k..T releases "
+                      "and spends rho/(T-k+1)";
+    int rc = DP_OK;
+    if (c->k > 1)
+        rc = dp_plan_run_add(out, 1, c->k - 1, 0);
+    if (rc == DP_OK)
+        rc = dp_plan_run_add(out, c->k, c->horizon, dp_ledger_units_value(&w->ledger, 1ull << WINDOW_UNIT_BITS));
+    dp_plan_kv(out->spend, &out->n_spend, "releases", (double)w->releases);
+    dp_plan_kv(out->spend, &out->n_spend, "spent_step", dp_ledger_units_value(&w->ledger, 1ull << WINDOW_UNIT_BITS));
+    dp_plan_kv(out->noise, &out->n_noise, "sigma2", w->sigma2);
+    dp_plan_kv(out->noise, &out->n_noise, "n_pad", (double)w->n_pad);
+    dp_plan_kv(out->noise, &out->n_noise, "bins", (double)w->bins);
+    dp_plan_kv(out->noise, &out->n_noise, "padding_records", (double)w->bins * (double)w->n_pad);
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "beta", c->beta);
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "max_abs_error", w->bound);
+    return rc;
+}
+
 const dp_synth_ops dp_synth_ops_window = {
     .name = "window",
     .ingest_create = window_ingest_create,
@@ -575,4 +606,5 @@ const dp_synth_ops dp_synth_ops_window = {
     .release_load = window_release_load,
     .release_destroy = window_release_destroy,
     .release_ledger = window_release_ledger,
+    .release_describe = window_release_describe,
 };

@@ -1,0 +1,19 @@
+/* cli_plan.h — a stream's plan (synth.h, dp_synth_plan) as text and as
+ * JSON, one form for every command that shows it (check-config,
+ * inspect-snapshot). */
+#ifndef DP_CLI_PLAN_H
+#define DP_CLI_PLAN_H
+
+#include <jansson.h>
+
+#include "synth/synth.h"
+
+/* Lines "  <label>  <value>" (labels 12 wide): mechanism, privacy,
+ * budget, spends, per step, noise, accuracy, public. */
+void cli_plan_print(const dp_synth_plan *p);
+/* The same fields into object o (numbers exact; NaN as null). */
+void cli_plan_json(const dp_synth_plan *p, json_t *o);
+/* v, or null when it is not finite (JSON has no NaN). */
+json_t *cli_json_real(double v);
+
+#endif
