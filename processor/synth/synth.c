@@ -43,6 +43,11 @@ const dp_synth_ops *dp_synth_ops_find(const char *name)
     return NULL;
 }
 
+int dp_synth_budget_zcdp_only(const char *name)
+{
+    return name && (strcmp(name, "window") == 0 || strcmp(name, "cumulative") == 0);
+}
+
 static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_NONE] = "NONE",
     [DP_REJECT_MALFORMED] = "MALFORMED",

@@ -271,6 +271,12 @@ typedef struct dp_synth_ops {
 /* NULL if unknown. */
 const dp_synth_ops *dp_synth_ops_find(const char *name);
 
+/* (added) 1 if the synthesizer accounts in ρ-zCDP only, so an "epsilon" in
+ * its config is a total ε at its "delta" that it converts to ρ
+ * (dp_zcdp_rho_for_eps_cks) — window, cumulative — rather than a pure-DP
+ * budget (marginal, spatial, adaptive, hypercube). */
+int dp_synth_budget_zcdp_only(const char *name);
+
 /* (added) Fill e's spend fields from the ledger of one step of an
  * event-level synthesizer whose steps compose in parallel (every event is
  * touched only by its own step's mechanisms: `marginal`, `spatial`): the
