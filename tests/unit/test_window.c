@@ -665,10 +665,64 @@ static void test_snapshot_wrong_config_refused(void)
     json_t *other = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":3}");
     dp_synth_env env = {&key, "s", 1};
     dp_synth *r = NULL;
-    char err[256];
+    char err[1024];
     CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", other, &env, b.data, b.len, err, sizeof err), DP_OK);
     CU_ASSERT_PTR_NULL(r);
+    /* the refusal names the stream, the field with its old and new value, and what to do */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "window stream 's'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "(rho 2 -> 3)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "new stream id"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "budgets cannot be raised in place"));
     json_decref(other);
+    /* several fields, one added and one nested: each named once, by its path */
+    other = cfg_of("{\"horizon\":8,\"k\":2,\"rho\":2.5,\"impute\":{\"policy\":\"fixed\",\"value\":1}}");
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", other, &env, b.data, b.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "(k 3 -> 2, rho 2 -> 2.5, impute (absent) -> {\"policy\":\"fixed\",\"value\":1})"));
+    if (!strstr(err, "(k 3 -> 2, rho 2 -> 2.5, impute (absent) -> {\"policy\":\"fixed\",\"value\":1})"))
+        fprintf(stderr, "\n  %s", err);
+    json_decref(other);
+    /* the recorded configuration is the public head of the snapshot */
+    dp_synth_snapshot_head h;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_header(b.data, b.len, &h), DP_OK);
+    CU_ASSERT_EQUAL(h.open_step, 1);
+    CU_ASSERT(h.config_len == strlen("{\"horizon\":8,\"k\":3,\"rho\":2}") &&
+              memcmp(h.config, "{\"horizon\":8,\"k\":3,\"rho\":2}", h.config_len) == 0);
+    /* the same configuration (1 and 1.0 are one number) but a damaged state: said so */
+    json_t *same = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":2.0}");
+    b.data[b.len - 1] ^= 0x55;
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", same, &env, b.data, b.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the state is damaged"));
+    b.data[b.len - 1] ^= 0x55;
+    CU_ASSERT_EQUAL(dp_synth_restore(&r, "window", same, &env, b.data, b.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(r);
+    /* delta only restates the (ε, δ) equivalents: the state continues under another */
+    other = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":2,\"delta\":1e-9}");
+    CU_ASSERT_EQUAL(dp_synth_restore(&r, "window", other, &env, b.data, b.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(r);
+    json_decref(other);
+    /* a snapshot from before configurations were recorded ("SYN2": no config
+     * blob) still restores, and a refusal of one says why it cannot name the field */
+    dp_buf old;
+    dp_buf_init(&old);
+    dp_buf_put_u32(&old, 0x324e5953u);
+    dp_reader rd;
+    dp_reader_init(&rd, b.data, b.len);
+    (void)dp_reader_u32(&rd);
+    size_t nl, fl, cl;
+    const uint8_t *nm = dp_reader_blob(&rd, &nl), *fp = dp_reader_blob(&rd, &fl);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dp_reader_blob(&rd, &cl));
+    dp_buf_put_blob(&old, nm, nl);
+    dp_buf_put_blob(&old, fp, fl);
+    dp_buf_put_bytes(&old, b.data + rd.off, b.len - rd.off);
+    CU_ASSERT_EQUAL(dp_synth_restore(&r, "window", same, &env, old.data, old.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(r);
+    other = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":3}");
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", other, &env, old.data, old.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "window stream 's'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot be named"));
+    json_decref(other);
+    json_decref(same);
+    dp_buf_free(&old);
     dp_buf_free(&b);
     dp_synth_destroy(s);
 }
@@ -715,7 +769,7 @@ int main(void)
         {"a budget given as epsilon (at delta) runs on its CKS rho", test_epsilon_budget},
         {"replayed noise: every target matches Alg. 1", test_replay_targets},
         {"arrival order independent; snapshot/restore byte-identical", test_order_independent_and_snapshot},
-        {"snapshot under another config refused", test_snapshot_wrong_config_refused},
+        {"snapshot under another config refused, naming the fields", test_snapshot_wrong_config_refused},
         {"memory: 10^6 individuals, k = 8, c = 2", test_memory_million},
         {NULL, NULL},
     };
