@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/dp_error.h"
+#include "core/numfmt.h"
 
 /* --- dp_jbuf ---------------------------------------------------------------- */
 
@@ -87,10 +88,9 @@ void dp_jbuf_double(dp_jbuf *b, double v)
         dp_jbuf_put(b, "null", 4);
         return;
     }
-    char tmp[40];
-    int n = snprintf(tmp, sizeof tmp, "%.17g", v);
-    if (n > 0)
-        dp_jbuf_put(b, tmp, (size_t)n);
+    /* the shortest text that reads back as v: 1e-06, not 9.9999999999999995e-07 */
+    char tmp[DP_FMT_DOUBLE_MAX];
+    dp_jbuf_put(b, tmp, dp_fmt_double(v, tmp, sizeof tmp));
 }
 
 int dp_jbuf_string(dp_jbuf *b, const char *s, size_t n)

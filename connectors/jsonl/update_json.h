@@ -28,9 +28,10 @@
  * so that they are deterministic byte for byte:
  *   - keys in the fixed order documented at each formatter;
  *   - integers exact (decimal, no exponent);
- *   - doubles with "%.17g" (enough digits to round-trip every IEEE-754
- *     double), non-finite doubles (e.g. eps_simple of a pure-DP stream,
- *     which is NaN) as JSON null;
+ *   - doubles in the shortest form that reads back as the same IEEE-754
+ *     double (core/numfmt.h: 1e-06 and 0.1, not 9.9999999999999995e-07 and
+ *     0.10000000000000001), non-finite doubles (e.g. eps_simple of a
+ *     pure-DP stream, which is NaN) as JSON null;
  *   - strings escaped per RFC 8259 (", \, and control characters; other
  *     bytes of valid UTF-8 are copied).  A string that is not valid UTF-8
  *     cannot appear as a JSON string: the formatters that take raw bytes
@@ -61,7 +62,8 @@ void dp_jbuf_put(dp_jbuf *b, const char *s, size_t n);
 void dp_jbuf_puts(dp_jbuf *b, const char *s);
 void dp_jbuf_u64(dp_jbuf *b, uint64_t v);
 void dp_jbuf_i64(dp_jbuf *b, int64_t v);
-/* "%.17g", or null when not finite. */
+/* The shortest text that reads back as the same double (core/numfmt.h:
+ * 1e-06, not 9.9999999999999995e-07), or null when not finite. */
 void dp_jbuf_double(dp_jbuf *b, double v);
 /* A JSON string literal (with quotes).  Returns -1 (nothing written) if
  * the bytes are not valid UTF-8. */

@@ -23,6 +23,11 @@
  * replay of that log sees it as an ordinary CLOSE_STEP.  A duplicate
  * marker for a closed step is counted in the summary, not rejected.
  *
+ * Exit status (cli.h): 0; 1 when lines were rejected and not one was used
+ * (the outputs are still written: rejected.jsonl says why); 2 usage or
+ * configuration; 3 an unreadable input or unwritable output; 5 a --ledger
+ * refusal.
+ *
  * Rejections (reason codes of synth.h, dp_reject_reason_name) go to
  * rejected.jsonl with their input line number; an update held for the
  * next step is judged, and if rejected written, when that step opens.
@@ -315,7 +320,9 @@ static void replay_usage(FILE *f)
             "open (not released).\n"
             "--ledger FILE records every released step (stream, step, key fingerprint,\n"
             "a keyed digest of its input) and refuses to release a step again under the\n"
-            "same key from different input, or from the same input under another key.\n");
+            "same key from different input, or from the same input under another key.\n"
+            "Exit 1 if input lines were rejected and not one was used (the files are still\n"
+            "written: rejected.jsonl says why).\n");
 }
 
 /* Outputs are written as NAME.partial and renamed into place only when
@@ -391,7 +398,7 @@ int cmd_replay(int argc, char **argv)
         dp_key_wipe(&key);
         return cli_fail(cmd, "%s", err);
     }
-    int status = 2;
+    int status = 2, all_rejected = 0;
     FILE *in = NULL;
     replay_out o;
     memset(&o, 0, sizeof o);
@@ -467,6 +474,14 @@ int cmd_replay(int argc, char **argv)
     uint64_t n_rej = 0;
     for (int r = 0; r < DP_REJECT_REASON_COUNT; r++)
         n_rej += st.rejected[r];
+    /* Rejected lines are data, but input of which not one line could be
+     * used is a wrong config, mapping or file, not a replay: say so in the
+     * exit status (1, "ran, but something did not add up").  The outputs
+     * are still written: rejected.jsonl says why each line was refused. */
+    if (n_rej > 0 && st.used == 0) {
+        status = CLI_EXIT_FAILED;
+        all_rejected = 1;
+    }
     printf("replay: %llu lines, %llu used, %llu rejected, %llu steps closed, %llu duplicate CLOSE_STEP markers ignored, %zu streams\n",
            (unsigned long long)st.lines, (unsigned long long)st.used, (unsigned long long)n_rej,
            (unsigned long long)st.closes, (unsigned long long)st.duplicate_markers, tab.count);
@@ -474,6 +489,9 @@ int cmd_replay(int argc, char **argv)
         if (st.rejected[r])
             printf("  rejected %-18s %llu\n", dp_reject_reason_name((dp_reject_reason)r),
                    (unsigned long long)st.rejected[r]);
+    if (all_rejected)
+        cli_fail(cmd, "all %llu input lines were rejected and none was used (%s/rejected.jsonl says why): is "
+                 "this the input and the configuration meant for each other?", (unsigned long long)n_rej, out_dir);
 done:
     {
         int close_failed = 0;
@@ -483,12 +501,13 @@ done:
             close_failed = 1;
         if (o.rejected && fclose(o.rejected) != 0)
             close_failed = 1;
-        if (close_failed && status == 0) {
+        if (close_failed && (status == 0 || all_rejected)) {
+            all_rejected = 0;
             cli_fail(cmd, "write failed");
             status = CLI_EXIT_IO;
         }
         if (o.releases || o.budget || o.rejected)
-            finish_outputs(out_dir, status == 0);
+            finish_outputs(out_dir, status == 0 || all_rejected);
     }
     if (in && in != stdin)
         fclose(in);

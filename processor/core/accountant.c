@@ -11,6 +11,7 @@
 #include "core/dp_error.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +172,65 @@ int dp_zcdp_to_eps_cks(double rho, double delta, double *epsilon)
     /* hi always satisfies δ(hi) <= delta: the returned ε is on the safe side. */
     *epsilon = hi;
     return DP_OK;
+}
+
+/* The largest ρ whose CKS conversion stays within (ε, δ): people state
+ * budgets as (ε, δ); the zCDP synthesizers account in ρ.  δ_cks(ρ, ε) is
+ * non-decreasing in ρ (f grows with ρ for every x), so bisect on ρ with
+ * exactly the test dp_zcdp_delta_cks reports.  The simple bound's inverse,
+ * ρ_s = (sqrt(ln(1/δ) + ε) - sqrt(ln(1/δ)))², satisfies it (CKS is never
+ * looser), so it brackets from below; ε brackets from above unless δ is
+ * huge, and the doubling loop covers that.
+ *
+ * The result is then rounded down to 8 significant decimal digits.  Not
+ * for looks alone: a stream's ρ is fixed by its first snapshot (the ledger
+ * holds it), and a libm that differs in its last bit of exp or log1p would
+ * otherwise derive another ρ from the same ε after an upgrade, and refuse to
+ * restore; 1e-12 relative noise crosses an 8-digit boundary about once in
+ * 10^4 conversions.  Rounding down keeps it conservative: the final check
+ * confirms dp_zcdp_to_eps_cks(ρ, δ) ≤ ε, the figure every budget event
+ * reports. */
+int dp_zcdp_rho_for_eps_cks(double epsilon, double delta, double *rho)
+{
+    if (!rho || !(epsilon > 0) || !isfinite(epsilon) || !(delta > 0) || !(delta < 1))
+        return DP_EINVAL;
+    double L = -log(delta);
+    double lo = sqrt(L + epsilon) - sqrt(L);
+    lo *= lo;
+    if (!(cks_delta(lo, epsilon) <= delta))
+        lo = 0.0;
+    double hi = fmax(epsilon, 2.0 * lo);
+    for (int grow = 0; cks_delta(hi, epsilon) <= delta; grow++) {
+        if (grow > 64 || !isfinite(hi))
+            return DP_ERANGE;
+        hi *= 2.0;
+    }
+    for (int i = 0; i < 2000; i++) {
+        double mid = lo + (hi - lo) / 2.0;
+        if (mid <= lo || mid >= hi)
+            break;
+        if (cks_delta(mid, epsilon) <= delta)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (!(lo > 0))
+        return DP_ERANGE;
+    /* lo = k · 10^(e-7) with k = 10^7..10^8-1, rounded down; the text form
+     * makes it the double nearest that decimal, which prints as written. */
+    int e10 = (int)floor(log10(lo));
+    long long k = (long long)floor(lo / pow(10.0, e10 - 7)) + 1;   /* +1: floor may land one low */
+    for (int tries = 0; tries < 4 && k > 0; tries++, k--) {
+        char text[48];
+        snprintf(text, sizeof text, "%llde%d", k, e10 - 7);
+        double r = strtod(text, NULL);
+        double eps_back;
+        if (r <= lo && dp_zcdp_to_eps_cks(r, delta, &eps_back) == DP_OK && eps_back <= epsilon) {
+            *rho = r;
+            return DP_OK;
+        }
+    }
+    return DP_ERANGE;
 }
 
 int dp_privacy_convert(dp_privacy cost, dp_privacy_model model, double *out)

@@ -42,6 +42,13 @@ double dp_zcdp_to_eps_simple(double rho, double delta);  /* NaN if ρ < 0 or δ 
 int dp_zcdp_delta_cks(double rho, double epsilon, double *delta);
 int dp_zcdp_to_eps_cks(double rho, double delta, double *epsilon);
 
+/* The inverse, for budgets people state as (ε, δ): the largest ρ (found by
+ * bisection on dp_zcdp_delta_cks, then rounded down to 8 significant
+ * digits so that the same (ε, δ) gives the same ρ on every libm) with
+ * dp_zcdp_to_eps_cks(ρ, δ) <= ε.  DP_EINVAL for ε <= 0 or not finite, or
+ * δ ∉ (0,1); DP_ERANGE if no bracket is found (not seen in practice). */
+int dp_zcdp_rho_for_eps_cks(double epsilon, double delta, double *rho);
+
 /* Cost of `cost` expressed in `model`; DP_EINVAL if not convertible
  * (zCDP cannot be expressed as pure ε). */
 int dp_privacy_convert(dp_privacy cost, dp_privacy_model model, double *out);

@@ -352,6 +352,22 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
              * composition the same people across them are charged at most
              * the configured budget. */
             int shared = 0;
+            /* A zCDP synthesizer's "epsilon" is a total (ε, δ): ρ composes
+             * across the group's streams, ε at a fixed δ does not, so turn
+             * it into ρ first and share that (sharing ε would give each
+             * stream ρ(ε/n) ≈ ρ(ε)/n², a budget n times smaller than needed). */
+            json_t *jeps = json_object_get(r->config, "epsilon");
+            if (dp_synth_budget_zcdp_only(r->synthesizer) && jeps && json_is_number(jeps) &&
+                !json_object_get(r->config, "rho")) {
+                json_t *jd = json_object_get(r->config, "delta");
+                double d = jd && json_is_number(jd) ? json_number_value(jd) : c->delta, rho;
+                if (dp_zcdp_rho_for_eps_cks(json_number_value(jeps), d, &rho) != DP_OK)
+                    return dp_err(errstr, n, DP_EINVAL, "streams[%zu].config.epsilon: must be > 0 (with delta in "
+                                  "(0, 1))", idx);
+                if (json_object_set_new(r->config, "rho", json_real(rho)) != 0 ||
+                    json_object_del(r->config, "epsilon") != 0)
+                    return DP_ENOMEM;
+            }
             static const char *const budget_keys[] = {"rho", "epsilon"};
             for (size_t k = 0; k < 2; k++) {
                 json_t *b = json_object_get(r->config, budget_keys[k]);

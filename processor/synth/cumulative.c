@@ -397,7 +397,9 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
     int rc = sink->manifest ? sink->manifest(sink->ctx, &m) : 0;
     if (rc != 0)
         return rc;
-    dp_kv noise[] = {{"sigma2_max", sigma2_max}, {"rho_step", spent}, {"counters", (double)step}};
+    /* a budget configured as ε also names that ε (budget_total is its ρ) */
+    dp_kv noise[] = {{"sigma2_max", sigma2_max}, {"rho_step", spent}, {"counters", (double)step},
+                     {"budget_epsilon", c->epsilon}};
     dp_kv acc[] = {{"beta", c->beta}, {"max_abs_error", w->bound}};
     dp_budget_event e = {
         .stream_id = w->stream_id,
@@ -409,7 +411,7 @@ static int cumul_emit_event(cumul_release *w, uint64_t step, double spent, doubl
         .neighbors = dp_long_neighbors_name(c),
         .public_inputs = dp_long_public_inputs(c),
         .noise = noise,
-        .n_noise = 3,
+        .n_noise = c->epsilon > 0 ? 4 : 3,
         .accuracy = acc,
         .n_accuracy = 2,
     };

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "neighbors",
+static const char *const WINDOW_KEYS[] = {"synthesizer", "horizon", "k", "categories", "rho", "epsilon", "neighbors",
                                     "beta", "n_pad", "max_padding_records", "impute", "delta",
                                     NULL};
-static const char *const CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "neighbors",
+static const char *const CUMULATIVE_KEYS[] = {"synthesizer", "horizon", "categories", "rho", "epsilon", "neighbors",
                                         "assume_public_n", "beta", "impute", "delta", "counter", NULL};
 
 static int parse_counter(dp_long_config *c, const char *name, const json_t *v, char *errstr,
@@ -84,12 +84,6 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
                               c->categories, c->k);
         }
     }
-    if (!(v = json_object_get(cfg, "rho")))
-        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: \"rho\" (total zCDP budget) is required", name);
-    if ((rc = dp_cfg_real(v, name, "rho", &c->rho, errstr, errstr_size)) != DP_OK)
-        return rc;
-    if (!(c->rho > 0))
-        return dp_err(errstr, errstr_size, DP_ERANGE, "%s: rho must be > 0", name);
     if ((v = json_object_get(cfg, "neighbors"))) {
         const char *s = json_string_value(v);
         if (s && strcmp(s, "replace") == 0)
@@ -132,6 +126,33 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
             return rc;
         if (!(c->delta > 0 && c->delta < 1))
             return dp_err(errstr, errstr_size, DP_ERANGE, "%s: delta must be in (0, 1)", name);
+    }
+    /* The budget: ρ, or (ε, δ) as people usually state it, turned into the
+     * largest ρ whose CKS conversion stays within ε at this stream's δ —
+     * the conversion every budget event reports, so the last event of the
+     * horizon says eps_cks <= epsilon. */
+    const json_t *jrho = json_object_get(cfg, "rho"), *jeps = json_object_get(cfg, "epsilon");
+    if (jrho && jeps)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: give the budget as \"rho\" or as \"epsilon\" (at \"delta\"), not both", name);
+    if (!jrho && !jeps)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      "%s: a budget is required: \"rho\" (total zCDP budget) or \"epsilon\" (total ε at "
+                      "\"delta\", converted to the largest ρ within it)", name);
+    if (jrho) {
+        if ((rc = dp_cfg_real(jrho, name, "rho", &c->rho, errstr, errstr_size)) != DP_OK)
+            return rc;
+        if (!(c->rho > 0))
+            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: rho must be > 0", name);
+    } else {
+        if ((rc = dp_cfg_real(jeps, name, "epsilon", &c->epsilon, errstr, errstr_size)) != DP_OK)
+            return rc;
+        if (!(c->epsilon > 0))
+            return dp_err(errstr, errstr_size, DP_ERANGE, "%s: epsilon must be > 0", name);
+        if (dp_zcdp_rho_for_eps_cks(c->epsilon, c->delta, &c->rho) != DP_OK)
+            return dp_err(errstr, errstr_size, DP_ERANGE,
+                          "%s: epsilon = %g at delta = %g cannot be converted to a zCDP budget rho", name,
+                          c->epsilon, c->delta);
     }
     c->max_padding_records = DP_WINDOW_DEFAULT_MAX_PADDING;
     if ((v = json_object_get(cfg, "max_padding_records")) &&

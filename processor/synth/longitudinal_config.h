@@ -23,6 +23,7 @@ typedef struct dp_long_config {
     uint32_t  k;              /* window length (cumulative: 1) */
     uint32_t  categories;     /* c (cumulative: 2) */
     double    rho;            /* total zCDP budget over the horizon */
+    double    epsilon;        /* the budget as configured in ε (at delta; rho derived), or 0 for "rho" */
     int       replace;        /* neighbors: 1 = replace (default), 0 = add_remove */
     int       assume_public_n;/* add_remove only: n declared public (the paper's setting) */
     double    beta;

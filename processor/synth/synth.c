@@ -10,11 +10,15 @@
 #include "synth/synth.h"
 
 #include "core/dp_error.h"
+#include "core/numfmt.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-#define SYNTH_MAGIC 0x324e5953u   /* "SYN2": with the key fingerprint */
+#define SYNTH_MAGIC_V2 0x324e5953u   /* "SYN2": with the key fingerprint */
+#define SYNTH_MAGIC    0x334e5953u   /* "SYN3": and the configuration it was written under */
 
 extern const dp_synth_ops dp_synth_ops_window;
 extern const dp_synth_ops dp_synth_ops_cumulative;
@@ -41,6 +45,11 @@ const dp_synth_ops *dp_synth_ops_find(const char *name)
         if (strcmp(REGISTRY[i]->name, name) == 0)
             return REGISTRY[i];
     return NULL;
+}
+
+int dp_synth_budget_zcdp_only(const char *name)
+{
+    return name && (strcmp(name, "window") == 0 || strcmp(name, "cumulative") == 0);
 }
 
 static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
@@ -101,6 +110,7 @@ struct dp_synth {
     int                 read_only;                        /* dp_synth_open_read_only: never releases */
     const dp_release_sink *sink;                          /* during a close: the caller's */
     char                stream_id[128];                   /* for messages (truncated) */
+    char               *config_text;   /* the config, canonical JSON (sorted keys): snapshots record it */
 };
 
 int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
@@ -121,6 +131,12 @@ int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
     snprintf(s->stream_id, sizeof s->stream_id, "%.*s", (int)(env->stream_id_len < 120 ? env->stream_id_len : 120),
              env->stream_id ? env->stream_id : "");
     dp_stats_init(&s->stats, 1);
+    /* Public (the configuration is public, README "Privacy semantics"), and
+     * what lets a refused restore say which field changed. */
+    if (!(s->config_text = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY))) {
+        dp_synth_destroy(s);
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    }
     int rc = ops->ingest_create(&s->in, config, errstr, errstr_size);
     if (rc == DP_OK)
         rc = ops->release_create(&s->rel, config, env, errstr, errstr_size);
@@ -142,6 +158,7 @@ void dp_synth_destroy(dp_synth *s)
     if (s->rel)
         s->ops->release_destroy(s->rel);
     dp_stats_free(&s->stats);
+    free(s->config_text);
     free(s);
 }
 
@@ -259,6 +276,7 @@ int dp_synth_snapshot(const dp_synth *s, dp_buf *out)
     dp_buf_put_u32(out, SYNTH_MAGIC);
     dp_buf_put_blob(out, s->ops->name, strlen(s->ops->name));
     dp_buf_put_blob(out, s->key_fp, strlen(s->key_fp));
+    dp_buf_put_blob(out, s->config_text, strlen(s->config_text));
     dp_buf_put_u64(out, s->open_step);
     int rc = s->ops->ingest_save(s->in, out);
     if (rc == DP_OK)
@@ -267,6 +285,166 @@ int dp_synth_snapshot(const dp_synth *s, dp_buf *out)
 }
 
 const char *dp_synth_key_fingerprint(const dp_synth *s) { return s->key_fp; }
+
+int dp_synth_snapshot_header(const uint8_t *data, size_t len, dp_synth_snapshot_head *out)
+{
+    memset(out, 0, sizeof *out);
+    dp_reader r;
+    dp_reader_init(&r, data, len);
+    uint32_t magic = dp_reader_u32(&r);
+    if (magic != SYNTH_MAGIC && magic != SYNTH_MAGIC_V2)
+        return DP_ECORRUPT;
+    const uint8_t *name = dp_reader_blob(&r, &out->name_len);
+    const uint8_t *fp = dp_reader_blob(&r, &out->key_fp_len);
+    const uint8_t *cfg = magic == SYNTH_MAGIC ? dp_reader_blob(&r, &out->config_len) : NULL;
+    out->open_step = dp_reader_u64(&r);
+    if (dp_reader_status(&r) != DP_OK || !name || !fp || (magic == SYNTH_MAGIC && !cfg))
+        return DP_ECORRUPT;
+    out->name = (const char *)name;
+    out->key_fp = (const char *)fp;
+    out->config = (const char *)cfg;
+    out->state_offset = r.off;
+    return DP_OK;
+}
+
+/* --- what changed: the snapshot's configuration against this one ------------------- */
+
+typedef struct diff_out {
+    char  *p;
+    size_t n, len;
+    int    count;
+} diff_out;
+
+static void diff_puts(diff_out *d, const char *s, size_t n)
+{
+    if (d->len + 1 >= d->n)
+        return;
+    size_t room = d->n - d->len - 1;
+    if (n > room)
+        n = room;
+    memcpy(d->p + d->len, s, n);
+    d->len += n;
+    d->p[d->len] = '\0';
+}
+
+static void diff_str(diff_out *d, const char *s) { diff_puts(d, s, strlen(s)); }
+
+/* A JSON value as a person reads it: numbers in their shortest form
+ * (0.5, not 0.50000000000000000), strings quoted, containers compact. */
+static void diff_value(diff_out *d, const json_t *v)
+{
+    char num[DP_FMT_DOUBLE_MAX + 8];
+    if (!v) {
+        diff_str(d, "(absent)");
+    } else if (json_is_integer(v)) {
+        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        diff_str(d, num);
+    } else if (json_is_real(v)) {
+        diff_puts(d, num, dp_fmt_double(json_real_value(v), num, sizeof num));
+    } else if (json_is_string(v)) {
+        diff_str(d, "\"");
+        diff_puts(d, json_string_value(v), json_string_length(v) < 80 ? json_string_length(v) : 80);
+        diff_str(d, "\"");
+    } else if (json_is_array(v)) {
+        diff_str(d, "[");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i)
+                diff_str(d, ",");
+            diff_value(d, json_array_get(v, i));
+        }
+        diff_str(d, "]");
+    } else if (json_is_object(v)) {
+        diff_str(d, "{");
+        const char *k;
+        json_t *e;
+        int first = 1;
+        json_object_foreach((json_t *)v, k, e) {
+            if (!first)
+                diff_str(d, ",");
+            first = 0;
+            diff_str(d, "\"");
+            diff_str(d, k);
+            diff_str(d, "\":");
+            diff_value(d, e);
+        }
+        diff_str(d, "}");
+    } else {
+        diff_str(d, json_is_true(v) ? "true" : json_is_false(v) ? "false" : "null");
+    }
+}
+
+/* Equal as configuration values: 1 and 1.0 are the same number. */
+static int same_value(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* "path: old -> new" for every differing key, objects compared key by key
+ * (sorted: jansson keeps insertion order, and both came from sorted text). */
+static void diff_objects(diff_out *d, const json_t *was, const json_t *now, const char *path)
+{
+    const json_t *sides[2] = {was, now};
+    for (int side = 0; side < 2; side++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)sides[side], k, v) {
+            const json_t *a = json_object_get(was, k), *b = json_object_get(now, k);
+            if (side == 1 && a)
+                continue;   /* keys of both were handled on the first pass */
+            if (a && b && same_value(a, b))
+                continue;
+            char sub[160];
+            snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", k);
+            if (json_is_object(a) && json_is_object(b)) {
+                diff_objects(d, a, b, sub);
+                continue;
+            }
+            if (d->count++)
+                diff_str(d, ", ");
+            diff_str(d, sub);
+            diff_str(d, " ");
+            diff_value(d, a);
+            diff_str(d, " -> ");
+            diff_value(d, b);
+        }
+    }
+}
+
+/* Why a snapshot that did not load was refused, as specifically as the
+ * snapshot allows: the fields whose values changed, or that nothing did. */
+static int restore_refusal(const dp_synth *s, const char *name, const char *old_cfg, size_t old_len, char *errstr,
+                           size_t errstr_size)
+{
+    if (!old_cfg)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT,
+                      "%s stream '%s': its snapshot does not match this configuration or is corrupt (the snapshot "
+                      "predates configurations recorded in snapshots, so the changed field cannot be named); if "
+                      "you changed the stream's configuration, restore the old values, or start the new "
+                      "configuration under a new stream id: a stream's budget and plan are fixed when it starts "
+                      "(budgets cannot be raised in place)", name, s->stream_id);
+    json_t *was = json_loadb(old_cfg, old_len, JSON_DECODE_ANY, NULL);
+    json_t *now = json_loads(s->config_text, JSON_DECODE_ANY, NULL);
+    char changes[640] = "";
+    diff_out d = {changes, sizeof changes, 0, 0};
+    if (json_is_object(was) && json_is_object(now))
+        diff_objects(&d, was, now, "");
+    else if (!was || !now || !same_value(was, now))
+        d.count = -1;
+    json_decref(was);
+    json_decref(now);
+    if (d.count == 0)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT,
+                      "%s stream '%s': its snapshot does not restore although the configuration is the one it was "
+                      "written under: the state is damaged; refusing it", name, s->stream_id);
+    return dp_err(errstr, errstr_size, DP_ECORRUPT,
+                  "%s stream '%s': its snapshot was written under another configuration (%s); refusing to "
+                  "restore it: a stream's budget and plan are fixed when it starts, so budgets cannot be raised "
+                  "in place — restore the old values, or start the new configuration under a new stream id (the "
+                  "old id's spent budget stays spent)", name, s->stream_id,
+                  d.count > 0 ? changes : "its recorded configuration cannot be read");
+}
 
 /* dp_synth_restore, or (read_only) dp_synth_open_read_only. */
 static int restore(dp_synth **out, const char *name, const json_t *config, const dp_synth_env *env,
@@ -278,32 +456,30 @@ static int restore(dp_synth **out, const char *name, const json_t *config, const
     if (rc != DP_OK)
         return rc;
     s->read_only = read_only;
-    dp_reader r;
-    dp_reader_init(&r, data, len);
-    size_t nlen;
-    const uint8_t *n = NULL;
-    if (dp_reader_u32(&r) != SYNTH_MAGIC || !(n = dp_reader_blob(&r, &nlen)) ||
-        nlen != strlen(name) || memcmp(n, name, nlen) != 0) {
+    dp_synth_snapshot_head h;
+    if (dp_synth_snapshot_header(data, len, &h) != DP_OK || h.name_len != strlen(name) ||
+        memcmp(h.name, name, h.name_len) != 0) {
         dp_synth_destroy(s);
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "%s: snapshot is not a %s synthesizer state",
                       name, name);
     }
-    size_t fplen;
-    const uint8_t *fp = dp_reader_blob(&r, &fplen);
-    if (read_only && fp && fplen == DP_KEY_FINGERPRINT_HEX - 1) {
+    if (read_only && h.key_fp_len == DP_KEY_FINGERPRINT_HEX - 1) {
         /* Inspection: the state's own key is reported, not checked. */
-        memcpy(s->key_fp, fp, fplen);
-        s->key_fp[fplen] = '\0';
-    } else if (!fp || fplen != strlen(s->key_fp) || memcmp(fp, s->key_fp, fplen) != 0) {
+        memcpy(s->key_fp, h.key_fp, h.key_fp_len);
+        s->key_fp[h.key_fp_len] = '\0';
+    } else if (h.key_fp_len != strlen(s->key_fp) || memcmp(h.key_fp, s->key_fp, h.key_fp_len) != 0) {
         rc = dp_err(errstr, errstr_size, DP_EKEY,
                     "%s stream '%s': its state was built with another noise key (fingerprint %.*s, this key's "
                     "is %s); refusing to continue: fresh noise over the same data would spend its budget a "
                     "second time — restart with the stream's original key", name, s->stream_id,
-                    fp && fplen < 64 ? (int)fplen : 0, fp ? (const char *)fp : "", s->key_fp);
+                    h.key_fp_len < 64 ? (int)h.key_fp_len : 0, h.key_fp, s->key_fp);
         dp_synth_destroy(s);
         return rc;
     }
-    s->open_step = dp_reader_u64(&r);
+    dp_reader r;
+    dp_reader_init(&r, data, len);
+    r.off = h.state_offset;
+    s->open_step = h.open_step;
     rc = s->ops->ingest_load(s->in, &r);
     if (rc == DP_OK)
         rc = s->ops->release_load(s->rel, &r);
@@ -322,9 +498,13 @@ static int restore(dp_synth **out, const char *name, const json_t *config, const
     }
     s->exhausted = s->ops->release_exhausted(s->rel);
     if (rc != DP_OK) {
+        if (rc == DP_ENOMEM)
+            rc = dp_err(errstr, errstr_size, DP_ENOMEM, "%s stream '%s': out of memory restoring it", name,
+                        s->stream_id);
+        else
+            rc = restore_refusal(s, name, h.config, h.config_len, errstr, errstr_size);
         dp_synth_destroy(s);
-        return dp_err(errstr, errstr_size, rc == DP_ENOMEM ? DP_ENOMEM : DP_ECORRUPT,
-                      "%s: snapshot does not match this configuration or is corrupt", name);
+        return rc;
     }
     *out = s;
     return DP_OK;

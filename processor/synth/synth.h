@@ -224,7 +224,12 @@ int  dp_synth_roster_complete(const dp_synth *s);
 int  dp_synth_close_step(dp_synth *s, const dp_release_sink *sink,
                          char *errstr, size_t errstr_size);
 
-/* Exact state (both halves, ledger, step; never the key). */
+/* Exact state (both halves, ledger, step; never the key), headed by the
+ * synthesizer's name, the noise key's fingerprint and the configuration it
+ * runs under (canonical JSON: public).  A restore that fails to load the
+ * state under the given config names the stream and the fields whose
+ * values changed since the snapshot (old -> new) and what to do; one under
+ * another key names both fingerprints (DP_EKEY). */
 int  dp_synth_snapshot(const dp_synth *s, dp_buf *out);
 int  dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
                       const dp_synth_env *env, const uint8_t *data, size_t len,
@@ -302,6 +307,22 @@ void dp_plan_budget(dp_synth_plan *p, dp_privacy_model model, double budget, dou
 int  dp_plan_run_add(dp_synth_plan *p, uint64_t first, uint64_t last, double spend);
 void dp_plan_kv(dp_kv *arr, size_t *n, const char *key, double value);
 
+/* (added) The public head of a dp_synth_snapshot, read without restoring:
+ * pointers borrow from the snapshot bytes (not NUL-terminated).  config is
+ * NULL for a snapshot written before configurations were recorded.
+ * DP_ECORRUPT if the bytes do not start like a snapshot. */
+typedef struct dp_synth_snapshot_head {
+    const char *name;
+    size_t      name_len;
+    const char *key_fp;
+    size_t      key_fp_len;
+    const char *config;         /* canonical JSON of the config it was written under, or NULL */
+    size_t      config_len;
+    uint64_t    open_step;
+    size_t      state_offset;   /* where the halves' state begins */
+} dp_synth_snapshot_head;
+int  dp_synth_snapshot_header(const uint8_t *data, size_t len, dp_synth_snapshot_head *out);
+
 /* --- the two halves, for sharded ingest ----------------------------------- */
 
 typedef struct dp_ingest_half dp_ingest_half;
@@ -345,6 +366,12 @@ typedef struct dp_synth_ops {
 
 /* NULL if unknown. */
 const dp_synth_ops *dp_synth_ops_find(const char *name);
+
+/* (added) 1 if the synthesizer accounts in ρ-zCDP only, so an "epsilon" in
+ * its config is a total ε at its "delta" that it converts to ρ
+ * (dp_zcdp_rho_for_eps_cks) — window, cumulative — rather than a pure-DP
+ * budget (marginal, spatial, adaptive, hypercube). */
+int dp_synth_budget_zcdp_only(const char *name);
 
 /* (added) Fill e's spend fields from the ledger of one step of an
  * event-level synthesizer whose steps compose in parallel (every event is

@@ -326,7 +326,8 @@ static int emit_event(window_release *w, uint64_t step, int clamped,
     int rc = sink->manifest ? sink->manifest(sink->ctx, &m) : 0;
     if (rc != 0)
         return rc;
-    dp_kv noise[] = {{"sigma2", w->sigma2}, {"n_pad", (double)w->n_pad}};
+    /* a budget configured as ε also names that ε (budget_total is its ρ) */
+    dp_kv noise[] = {{"sigma2", w->sigma2}, {"n_pad", (double)w->n_pad}, {"budget_epsilon", c->epsilon}};
     dp_kv acc[] = {{"beta", c->beta}, {"max_abs_error", w->bound}};
     dp_budget_event e = {
         .stream_id = w->stream_id,
@@ -338,7 +339,7 @@ static int emit_event(window_release *w, uint64_t step, int clamped,
         .neighbors = dp_long_neighbors_name(c),
         .public_inputs = dp_long_public_inputs(c),
         .noise = noise,
-        .n_noise = 2,
+        .n_noise = c->epsilon > 0 ? 3 : 2,
         .accuracy = acc,
         .n_accuracy = 2,
     };

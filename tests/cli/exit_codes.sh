@@ -29,6 +29,18 @@ echo '{"stream": "s", "step": {"column": "t"}, "entity": {"column": "person"}, "
 printf 'person,t,v\na,1,0\n' > "$WORK/ok.csv"
 
 expect 0 "replay"                 "$BIN" replay --config "$WORK/c.json" --input "$WORK/in.jsonl" --out "$WORK/o" --key-hex $K
+# input of which not one line is used (a config for other stream ids): 1, and
+# the outputs are still there to say why
+printf '{"streams": [{"match": "other", "synthesizer": "window", "config": {"horizon": 2, "k": 1, "rho": 1}}]}\n' \
+    > "$WORK/other.json"
+expect 1 "replay: every line rejected" "$BIN" replay --config "$WORK/other.json" --input "$WORK/in.jsonl" \
+                                  --out "$WORK/rej" --key-hex $K
+grep -q "were rejected and none was used" "$WORK/err" || { echo "FAIL: replay: no message for all-rejected input" >&2; fails=$((fails + 1)); }
+[ "$(wc -l < "$WORK/rej/rejected.jsonl")" -eq "$(wc -l < "$WORK/in.jsonl")" ] \
+    || { echo "FAIL: replay: rejected.jsonl missing or short after an all-rejected run" >&2; fails=$((fails + 1)); }
+# one usable line is a replay (the rest are data)
+{ head -n 1 "$WORK/in.jsonl"; echo '{"stream":"nobody","step":1,"kind":"REPORT","entity":"x","value":0}'; } > "$WORK/one.jsonl"
+expect 0 "replay: one line used"  "$BIN" replay --config "$WORK/c.json" --input "$WORK/one.jsonl" --out "$WORK/o3" --key-hex $K
 expect 2 "replay: unknown option" "$BIN" replay --bogus
 expect 2 "replay: bad config"     "$BIN" replay --config "$WORK/map.json" --input "$WORK/in.jsonl" --out "$WORK/o" --key-hex $K
 expect 3 "replay: missing input"  "$BIN" replay --config "$WORK/c.json" --input "$WORK/none" --out "$WORK/o" --key-hex $K

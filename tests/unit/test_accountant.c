@@ -257,6 +257,51 @@ static void test_zero_and_invalid(void)
     CU_ASSERT_STRING_EQUAL(dp_privacy_model_name(DP_PRIVACY_PURE), "pure");
 }
 
+/* ε → ρ (budgets as people write them): the largest ρ whose CKS ε at δ is
+ * within the given ε, to its 8 significant digits.  One more unit in the
+ * 8th digit must overshoot ε, or the bisection stopped short. */
+static void test_rho_for_eps(void)
+{
+    const double eps[] = {1e-3, 0.01, 0.1, 0.5, 1, 2, 5, 10, 50};
+    const double deltas[] = {1e-12, 1e-9, 1e-6, 1e-3, 0.1};
+    for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++)
+        for (size_t j = 0; j < sizeof deltas / sizeof deltas[0]; j++) {
+            double rho = -1, back = -1, next_back = -1;
+            CU_ASSERT_EQUAL_FATAL(dp_zcdp_rho_for_eps_cks(eps[i], deltas[j], &rho), DP_OK);
+            CU_ASSERT_EQUAL(dp_zcdp_to_eps_cks(rho, deltas[j], &back), DP_OK);
+            CU_ASSERT(back <= eps[i]);
+            /* the CKS bound is tighter than the simple one: more ρ for the same ε */
+            CU_ASSERT(dp_zcdp_to_eps_simple(rho, deltas[j]) >= back);
+            double L = -log(deltas[j]), simple_rho = pow(sqrt(L + eps[i]) - sqrt(L), 2);
+            CU_ASSERT(rho >= simple_rho * (1 - 1e-7));
+            /* 8 significant digits: its text is at most 8 digits long ... */
+            char text[40];
+            snprintf(text, sizeof text, "%.8g", rho);
+            CU_ASSERT_EQUAL(strtod(text, NULL), rho);
+            /* ... and the next 8-digit value is over the budget */
+            int e10 = (int)floor(log10(rho));
+            double up = rho + pow(10.0, e10 - 7) * 1.000001;
+            CU_ASSERT_EQUAL(dp_zcdp_to_eps_cks(up, deltas[j], &next_back), DP_OK);
+            CU_ASSERT(next_back > eps[i] * (1 - 1e-9));
+            if (!(back <= eps[i]) || !(next_back > eps[i] * (1 - 1e-9)))
+                fprintf(stderr, "\n  eps %g delta %g: rho %.17g gives %.17g, next %.17g", eps[i], deltas[j], rho,
+                        back, next_back);
+        }
+    /* a known value: ε = 1 at δ = 1e-6 allows ρ ≈ 0.0244 (the simple bound would allow 0.0170) */
+    double rho;
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(1.0, 1e-6, &rho), DP_OK);
+    CU_ASSERT(rho > 0.0243 && rho < 0.0245);
+    /* deterministic, and invalid arguments refused */
+    double again;
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(1.0, 1e-6, &again), DP_OK);
+    CU_ASSERT_EQUAL(memcmp(&rho, &again, sizeof rho), 0);
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(0.0, 1e-6, &rho), DP_EINVAL);
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(-1.0, 1e-6, &rho), DP_EINVAL);
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(INFINITY, 1e-6, &rho), DP_EINVAL);
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(1.0, 0.0, &rho), DP_EINVAL);
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(1.0, 1.0, &rho), DP_EINVAL);
+}
+
 static void test_describe(void)
 {
     double s = -1, c = -1, want = -1;
@@ -784,6 +829,7 @@ static const dptest_case CASES[] = {
     {"CKS <= simple, monotone, minimal, valid", test_cks_properties},
     {"rho = 0, conversions and invalid arguments", test_zero_and_invalid},
     {"dp_privacy_describe for budget metadata", test_describe},
+    {"epsilon -> rho: the largest rho within (eps, delta) by CKS", test_rho_for_eps},
     {"ledger init validation", test_ledger_init},
     {"ledger composition (sum of spends)", test_ledger_composition},
     {"ledger slack: equal splits fit, then refusal", test_ledger_slack},

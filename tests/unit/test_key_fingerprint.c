@@ -132,8 +132,11 @@ static void test_halves_agree_on_open_step(void)
     dp_buf snap;
     dp_buf_init(&snap);
     CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
-    /* magic u32 | blob "window" | blob fingerprint (32) | open step u64 */
-    size_t at = 4 + 8 + strlen("window") + 8 + 32;
+    /* magic u32 | blob "window" | blob fingerprint (32) | blob config | open step u64 */
+    dp_synth_snapshot_head h;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_header(snap.data, snap.len, &h), DP_OK);
+    size_t at = 4 + 8 + strlen("window") + 8 + 32 + 8 + h.config_len;
+    CU_ASSERT_EQUAL_FATAL(h.state_offset, at + 8);
     CU_ASSERT_EQUAL_FATAL(snap.data[at], 2);   /* step 1 closed: 2 is open */
     snap.data[at] = 3;
     CU_ASSERT_EQUAL(dp_synth_restore(&back, "window", cfg, &env, snap.data, snap.len, err, sizeof err), DP_ECORRUPT);

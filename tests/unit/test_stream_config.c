@@ -315,6 +315,24 @@ static void test_gate_and_partitioner(void)
     CU_ASSERT(g->budget_group);
     CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(g->config, "rho")), 0.005 / 4, 1e-18);
     dp_stream_config_free(c);
+    /* an (ε, δ) budget of a zCDP synthesizer is turned into ρ before it is
+     * shared: ρ composes over the group, ε at a fixed δ does not */
+    c = load_ok("{\"delta\":1e-7,\"streams\":[{\"prefix\":\"g/\",\"synthesizer\":\"window\",\"max_streams\":4,"
+                "\"budget_group\":true,\"config\":{\"horizon\":4,\"k\":1,\"epsilon\":2}}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    g = dp_stream_config_route(c, "g/x", 3);
+    double rho;
+    CU_ASSERT_EQUAL(dp_zcdp_rho_for_eps_cks(2.0, 1e-7, &rho), DP_OK);
+    CU_ASSERT_PTR_NULL(json_object_get(g->config, "epsilon"));
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(g->config, "rho")), rho / 4, 1e-18);
+    dp_stream_config_free(c);
+    /* a pure-DP synthesizer's epsilon is shared as it is */
+    c = load_ok("{\"streams\":[{\"prefix\":\"g/\",\"synthesizer\":\"hypercube\",\"max_streams\":4,"
+                "\"budget_group\":true,\"config\":{\"epsilon\":2}}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    g = dp_stream_config_route(c, "g/x", 3);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(g->config, "epsilon")), 0.5, 1e-15);
+    dp_stream_config_free(c);
     static const bad_config BAD[] = {
         {"{\"kafka\":{\"partitioner\":\"random\"},\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\","
          "\"config\":" WINDOW_CFG "}]}", "kafka.partitioner"},

@@ -356,6 +356,76 @@ static void test_release_contract(void)
     dp_synth_destroy(s);
 }
 
+/* A budget written as (ε, δ): the stream runs on the largest ρ whose CKS
+ * conversion is within ε, its budget events name the ε, and the last one
+ * (everything spent) reports eps_cks <= ε; the same release as a "rho"
+ * config with that ρ, byte for byte. */
+static void test_epsilon_budget(void)
+{
+    dp_key key;
+    dptest_key(&key, 5);
+    double rho;
+    CU_ASSERT_EQUAL_FATAL(dp_zcdp_rho_for_eps_cks(1.0, 1e-5, &rho), DP_OK);
+    char rho_cfg[128];
+    snprintf(rho_cfg, sizeof rho_cfg, "{\"horizon\":4,\"k\":2,\"rho\":%.17g,\"delta\":1e-5}", rho);
+    dp_synth *a = make("window", "{\"horizon\":4,\"k\":2,\"epsilon\":1,\"delta\":1e-5}", &key);
+    dp_synth *b = make("window", rho_cfg, &key);
+    tk_sink ka, kb;
+    tk_sink_init(&ka);
+    tk_sink_init(&kb);
+    dp_release_sink sa = tk_sink_of(&ka), sb = tk_sink_of(&kb);
+    char err[256], id[16];
+    dp_reject_reason why;
+    for (uint64_t t = 1; t <= 4; t++) {
+        for (int i = 0; i < 30; i++) {
+            snprintf(id, sizeof id, "p%d", i);
+            tk_report(a, t, id, (i * 7 + (int)t) % 2, &why);
+            tk_report(b, t, id, (i * 7 + (int)t) % 2, &why);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(a, &sa, err, sizeof err), DP_OK);
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(b, &sb, err, sizeof err), DP_OK);
+        CU_ASSERT_EQUAL(ka.b_budget_total, rho);
+        CU_ASSERT_EQUAL(tk_kv(ka.b_noise, ka.b_noise_keys, ka.b_n_noise, "budget_epsilon"), 1.0);
+        CU_ASSERT(isnan(tk_kv(kb.b_noise, kb.b_noise_keys, kb.b_n_noise, "budget_epsilon")));
+        CU_ASSERT_EQUAL(ka.b_spent_total, kb.b_spent_total);
+        CU_ASSERT_EQUAL(ka.b_eps_cks, kb.b_eps_cks);
+    }
+    CU_ASSERT_EQUAL(ka.b_status, DP_BUDGET_EXHAUSTED);
+    CU_ASSERT_EQUAL(ka.b_spent_total, rho);
+    CU_ASSERT(ka.b_eps_cks <= 1.0 && ka.b_eps_cks > 0.9999);
+    CU_ASSERT_EQUAL(ka.records, kb.records);
+    tk_sink_free(&ka);
+    tk_sink_free(&kb);
+    dp_synth_destroy(a);
+    dp_synth_destroy(b);
+
+    /* one budget, not two; and a positive one */
+    dp_synth_env env = {&key, "s", 1};
+    static const struct { const char *cfg, *msg; } BAD[] = {
+        {"{\"horizon\":4,\"k\":2,\"rho\":1,\"epsilon\":1}", "not both"},
+        {"{\"horizon\":4,\"k\":2}", "a budget is required"},
+        {"{\"horizon\":4,\"k\":2,\"epsilon\":0}", "epsilon must be > 0"},
+        {"{\"horizon\":4,\"k\":2,\"epsilon\":\"1\"}", "epsilon"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        json_t *cfg = cfg_of(BAD[i].cfg);
+        dp_synth *s = NULL;
+        char e[256] = "";
+        CU_ASSERT_NOT_EQUAL(dp_synth_create(&s, "window", cfg, &env, e, sizeof e), DP_OK);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e, BAD[i].msg));
+        if (!strstr(e, BAD[i].msg))
+            fprintf(stderr, "\n  %s: %s", BAD[i].cfg, e);
+        json_decref(cfg);
+    }
+    /* cumulative takes it too */
+    json_t *cfg = cfg_of("{\"horizon\":6,\"epsilon\":2}");
+    dp_synth *s = NULL;
+    CU_ASSERT_EQUAL(dp_synth_create(&s, "cumulative", cfg, &env, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_synth_ledger(s)->budget, (dp_zcdp_rho_for_eps_cks(2.0, 1e-6, &rho), rho));
+    dp_synth_destroy(s);
+    json_decref(cfg);
+}
+
 static void test_config_errors(void)
 {
     dp_key key;
@@ -595,10 +665,64 @@ static void test_snapshot_wrong_config_refused(void)
     json_t *other = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":3}");
     dp_synth_env env = {&key, "s", 1};
     dp_synth *r = NULL;
-    char err[256];
+    char err[1024];
     CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", other, &env, b.data, b.len, err, sizeof err), DP_OK);
     CU_ASSERT_PTR_NULL(r);
+    /* the refusal names the stream, the field with its old and new value, and what to do */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "window stream 's'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "(rho 2 -> 3)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "new stream id"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "budgets cannot be raised in place"));
     json_decref(other);
+    /* several fields, one added and one nested: each named once, by its path */
+    other = cfg_of("{\"horizon\":8,\"k\":2,\"rho\":2.5,\"impute\":{\"policy\":\"fixed\",\"value\":1}}");
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", other, &env, b.data, b.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "(k 3 -> 2, rho 2 -> 2.5, impute (absent) -> {\"policy\":\"fixed\",\"value\":1})"));
+    if (!strstr(err, "(k 3 -> 2, rho 2 -> 2.5, impute (absent) -> {\"policy\":\"fixed\",\"value\":1})"))
+        fprintf(stderr, "\n  %s", err);
+    json_decref(other);
+    /* the recorded configuration is the public head of the snapshot */
+    dp_synth_snapshot_head h;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_header(b.data, b.len, &h), DP_OK);
+    CU_ASSERT_EQUAL(h.open_step, 1);
+    CU_ASSERT(h.config_len == strlen("{\"horizon\":8,\"k\":3,\"rho\":2}") &&
+              memcmp(h.config, "{\"horizon\":8,\"k\":3,\"rho\":2}", h.config_len) == 0);
+    /* the same configuration (1 and 1.0 are one number) but a damaged state: said so */
+    json_t *same = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":2.0}");
+    b.data[b.len - 1] ^= 0x55;
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", same, &env, b.data, b.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the state is damaged"));
+    b.data[b.len - 1] ^= 0x55;
+    CU_ASSERT_EQUAL(dp_synth_restore(&r, "window", same, &env, b.data, b.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(r);
+    /* delta only restates the (ε, δ) equivalents: the state continues under another */
+    other = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":2,\"delta\":1e-9}");
+    CU_ASSERT_EQUAL(dp_synth_restore(&r, "window", other, &env, b.data, b.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(r);
+    json_decref(other);
+    /* a snapshot from before configurations were recorded ("SYN2": no config
+     * blob) still restores, and a refusal of one says why it cannot name the field */
+    dp_buf old;
+    dp_buf_init(&old);
+    dp_buf_put_u32(&old, 0x324e5953u);
+    dp_reader rd;
+    dp_reader_init(&rd, b.data, b.len);
+    (void)dp_reader_u32(&rd);
+    size_t nl, fl, cl;
+    const uint8_t *nm = dp_reader_blob(&rd, &nl), *fp = dp_reader_blob(&rd, &fl);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dp_reader_blob(&rd, &cl));
+    dp_buf_put_blob(&old, nm, nl);
+    dp_buf_put_blob(&old, fp, fl);
+    dp_buf_put_bytes(&old, b.data + rd.off, b.len - rd.off);
+    CU_ASSERT_EQUAL(dp_synth_restore(&r, "window", same, &env, old.data, old.len, err, sizeof err), DP_OK);
+    dp_synth_destroy(r);
+    other = cfg_of("{\"horizon\":8,\"k\":3,\"rho\":3}");
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&r, "window", other, &env, old.data, old.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "window stream 's'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot be named"));
+    json_decref(other);
+    json_decref(same);
+    dp_buf_free(&old);
     dp_buf_free(&b);
     dp_synth_destroy(s);
 }
@@ -642,9 +766,10 @@ int main(void)
         {"imputation: carry_forward and fixed", test_impute_policies},
         {"release contract: t<k empty, t=k full, spend, exhaustion", test_release_contract},
         {"config validation", test_config_errors},
+        {"a budget given as epsilon (at delta) runs on its CKS rho", test_epsilon_budget},
         {"replayed noise: every target matches Alg. 1", test_replay_targets},
         {"arrival order independent; snapshot/restore byte-identical", test_order_independent_and_snapshot},
-        {"snapshot under another config refused", test_snapshot_wrong_config_refused},
+        {"snapshot under another config refused, naming the fields", test_snapshot_wrong_config_refused},
         {"memory: 10^6 individuals, k = 8, c = 2", test_memory_million},
         {NULL, NULL},
     };
