@@ -57,15 +57,17 @@ int dp_processor_transactional_id(const char *group_id, const char *instance_id,
     return n > 0 && (size_t)n < out_size ? DP_OK : DP_ERANGE;
 }
 
-/* Create the output topics if missing (broker default partitions and
- * replication; the state topic compacted). */
+/* Create the topics that are missing — the updates topic too, so that it
+ * gets the configured partitions rather than whatever a producer's
+ * auto-creation would give it — with "topics.partitions" and
+ * "topics.replication_factor" (the state topic compacted). */
 static int create_topics(proc *p, char *errstr, size_t errn)
 {
-    dp_topic_spec specs[] = {{p->cfg->topic_synthetic, -1, 0},
-                             {p->cfg->topic_budget, -1, 0},
-                             {p->cfg->topic_dead_letter, -1, 0},
-                             {p->cfg->topic_state, -1, 1}};
-    return dp_kafka_create_topics(p->producer, specs, 4, KAFKA_TIMEOUT_MS, errstr, errn);
+    const dp_stream_config *c = p->cfg;
+    dp_topic_spec specs[] = {dp_kafka_topic_spec(c, c->topic_updates, 0), dp_kafka_topic_spec(c, c->topic_synthetic, 0),
+                             dp_kafka_topic_spec(c, c->topic_budget, 0), dp_kafka_topic_spec(c, c->topic_dead_letter, 0),
+                             dp_kafka_topic_spec(c, c->topic_state, 1)};
+    return dp_kafka_create_topics(p->producer, specs, sizeof specs / sizeof specs[0], KAFKA_TIMEOUT_MS, errstr, errn);
 }
 
 /* Delivery reports of the transactional producer.  A failed delivery
@@ -114,7 +116,14 @@ static int setup(proc *p, char *errstr, size_t errn)
     if (!(p->marker_producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err)))
         return dp_err(errstr, errn, DP_EINVAL, "marker producer: %s", err);
 
-    int rc = p->o->skip_create_topics ? DP_OK : create_topics(p, errstr, errn);
+    /* Fail in seconds, saying so, when no broker answers — not at the
+     * first 30 s admin or transaction timeout. */
+    int rc = dp_kafka_check_reachable(p->producer, p->o->connect_timeout_ms > 0 ? (int)p->o->connect_timeout_ms
+                                                                              : DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS,
+                                      errstr, errn);
+    if (rc != DP_OK)
+        return rc;
+    rc = p->o->skip_create_topics ? DP_OK : create_topics(p, errstr, errn);
     if (rc != DP_OK)
         return rc;
     /* Fences any zombie with the same transactional.id and aborts its open

@@ -124,6 +124,8 @@ typedef struct dp_processor_options {
     dp_metrics   *metrics;                /* NULL: none (`--http` off); see metrics.h */
     int64_t       debug_restore_delay_ms; /* testing aid: pause at the start of every restore, so
                                              a test sees /readyz answer 503 */
+    int64_t       connect_timeout_ms;     /* give up when no broker answers this long (0: the
+                                             default, DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS) */
     int           skip_create_topics;     /* the output topics exist already: do not call
                                              rd_kafka_CreateTopics (librdkafka's mock cluster
                                              has no Admin API; the embedded demo creates them) */
