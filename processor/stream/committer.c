@@ -202,7 +202,8 @@ int ps_txn_commit(proc *p, int wait)
                              .updates_topic_len = strlen(p->cfg->topic_updates),
                              .partition = i,
                              .position = pp->position,
-                             .resume = c};
+                             .resume = c,
+                             .partition_count = p->updates_partitions};
         char key[512];
         int kl = snprintf(key, sizeof key, "%s%s/%" PRId32, DP_STATE_PROGRESS_KEY_PREFIX,
                           p->cfg->topic_updates, i);
