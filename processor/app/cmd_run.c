@@ -7,10 +7,10 @@
  *                [--http HOST:PORT [--http-input-metrics]]
  *
  * Environment: DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers of the
- * config; DPSTREAM_INSTANCE_ID is the default of --instance-id.  The
- * instance id must be stable across restarts of one instance and distinct
- * between instances: the transactional.id is derived from it, so a
- * restarted instance fences its zombie predecessor.
+ * config; DPSTREAM_INSTANCE_ID is the default of --instance-id, and the
+ * host name theirs.  The instance id must be stable across restarts of one
+ * instance and distinct between instances: the transactional.id is derived
+ * from it, so a restarted instance fences its zombie predecessor.
  *
  * SIGTERM / SIGINT shut down cleanly (the open transaction is committed or
  * aborted, the group is left) and exit 0.  Exit 1 on a runtime failure, 2
@@ -50,7 +50,8 @@ static void run_usage(FILE *f)
             "release, the budget event, the stream's snapshot and the input offsets.\n"
             "  --key-file/--key-hex  the secret noise key (32 bytes)\n"
             "  --state-key-file F    encrypt snapshots with this 32-byte key (libsodium AEAD)\n"
-            "  --instance-id ID      stable per instance (default $DPSTREAM_INSTANCE_ID or \"0\")\n"
+            "  --instance-id ID      stable per instance, distinct between instances (default\n"
+            "                        $DPSTREAM_INSTANCE_ID, else the host name)\n"
             "  --chunk-records N     synthetic records per Kafka message (default 1000)\n"
             "  --idle-timeout-ms MS  append a CLOSE_STEP marker for a stream silent this long\n"
             "                        with unreleased data (default 60000; 0 disables)\n"
@@ -135,8 +136,6 @@ int cmd_run(int argc, char **argv)
     if (dp_log_level_parse(log_level, &lvl) != 0)
         return cli_fail(cmd, "--log-level must be error, warn, info or debug");
     dp_log_set_level(lvl);
-    if (!instance_id || !*instance_id)
-        instance_id = "0";
     if (http_input && !http)
         return cli_fail(cmd, "--http-input-metrics needs --http");
 

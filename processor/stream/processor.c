@@ -10,7 +10,9 @@
 #include "stream/processor.h"
 
 #include <time.h>
+#include <unistd.h>
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -49,6 +51,21 @@ static const char *config_value(const dp_stream_config *c, const char *name)
         if (strcmp(c->kafka[i].name, name) == 0)
             return c->kafka[i].value;
     return NULL;
+}
+
+int dp_processor_default_instance_id(char *out, size_t out_size)
+{
+    char host[256];
+    if (out_size < 2 || gethostname(host, sizeof host) != 0)
+        return DP_EIO;
+    host[sizeof host - 1] = '\0';
+    /* Kafka takes any transactional.id, but the id also lands in logs and
+     * metrics: keep [A-Za-z0-9._-], map anything else to '_', at most 64. */
+    size_t n = 0;
+    for (const char *c = host; *c && n + 1 < out_size && n < 64; c++)
+        out[n++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
+    out[n] = '\0';
+    return n ? DP_OK : DP_EIO;
 }
 
 int dp_processor_transactional_id(const char *group_id, const char *instance_id, char *out, size_t out_size)
@@ -97,7 +114,23 @@ static int setup(proc *p, char *errstr, size_t errn)
         p->max_message_bytes = 1000000;
     p->max_message_bytes -= 512;   /* headroom for the key, headers and record overhead */
     char txid[512];
-    if (dp_processor_transactional_id(p->group_id, p->o->instance_id, txid, sizeof txid) != DP_OK)
+    /* The instance id names this instance's transactional producer: the
+     * same id after a restart fences the crashed predecessor and aborts its
+     * open transaction; two live instances with one id fence each other.
+     * Without one given, the host name: stable across restarts, distinct
+     * between hosts (containers and pods have their own). */
+    const char *why = "given";
+    if (p->o->instance_id && *p->o->instance_id) {
+        snprintf(p->instance_id, sizeof p->instance_id, "%s", p->o->instance_id);
+    } else if (dp_processor_default_instance_id(p->instance_id, sizeof p->instance_id) == DP_OK) {
+        why = "this host's name; give each instance on one host its own with --instance-id or "
+              "$DPSTREAM_INSTANCE_ID";
+    } else {
+        return dp_err(errstr, errn, DP_EINVAL, "no instance id given and the host name is unknown: give "
+                      "--instance-id or $DPSTREAM_INSTANCE_ID (stable per instance, distinct between instances)");
+    }
+    dp_log(DP_LOG_INFO, "instance id '%s' (%s)", p->instance_id, why);
+    if (dp_processor_transactional_id(p->group_id, p->instance_id, txid, sizeof txid) != DP_OK)
         return dp_err(errstr, errn, DP_ERANGE, "group id and instance id too long");
 
     /* transactional producer */
@@ -268,7 +301,7 @@ static ssize_t consume_batch(proc *p)
 
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size)
 {
-    if (!o || !o->config || !o->noise_key || !o->instance_id || !o->stop || o->chunk_records == 0)
+    if (!o || !o->config || !o->noise_key || !o->stop || o->chunk_records == 0)
         return dp_err(errstr, errstr_size, DP_EINVAL, "processor: missing option");
     proc p;
     memset(&p, 0, sizeof p);

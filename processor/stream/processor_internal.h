@@ -68,6 +68,7 @@ typedef struct proc {
     const dp_processor_options *o;
     const dp_stream_config     *cfg;
     char                        group_id[256];
+    char                        instance_id[128];    /* the option's, or the host name */
     size_t                      max_message_bytes;   /* producer message.max.bytes */
     rd_kafka_t                 *consumer;
     rd_kafka_t                 *producer;     /* transactional */
