@@ -23,9 +23,11 @@
  *
  * Rejected rows never stop the load: each is reported on stderr with its
  * line number and reason, and appended to --rejects as JSON lines
- * {"line":N,"reason":"…","text":"…","raw":"…"}.  Fatal errors (unreadable
- * input, a bad mapping, a column missing from the header, an output or
- * delivery failure) exit 1 (usage errors 2); otherwise the exit code is 0
+ * {"line":N,"reason":"…","text":"…","raw":"…"}.  Fatal errors exit with
+ * the code of cli.h: 1 input that cannot be loaded at all (a column missing
+ * from the header), 2 usage or a bad mapping, 3 an unreadable input or
+ * unwritable output, 4 Kafka (no broker answers within
+ * --connect-timeout-ms, a delivery failure); otherwise the exit code is 0
  * and a summary is printed. */
 #include <errno.h>
 #include <jansson.h>
