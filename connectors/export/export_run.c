@@ -516,7 +516,7 @@ static int on_dead_letter(export_run *x, const rd_kafka_message_t *m, dp_codec *
 
 typedef int (*topic_handler)(export_run *, const rd_kafka_message_t *, dp_codec *);
 
-static rd_kafka_t *new_consumer(const dp_stream_config *cfg, char *err, size_t errsz)
+static rd_kafka_t *new_consumer(const dp_stream_config *cfg, int follow, char *err, size_t errsz)
 {
     /* offsets are never committed: every export reads from the beginning */
     const char *const kv[][2] = {{"group.id", "dpstream-export"},
@@ -524,7 +524,14 @@ static rd_kafka_t *new_consumer(const dp_stream_config *cfg, char *err, size_t e
                                  {"enable.auto.commit", "false"},
                                  {"enable.partition.eof", "true"},
                                  {"auto.offset.reset", "earliest"}};
-    rd_kafka_conf_t *conf = dp_kafka_conf(cfg, dp_kafka_bootstrap_env(), kv, 5, err, errsz);
+    /* Without --follow the end of each partition is reached by a fetch that
+     * finds nothing new, which the broker holds for fetch.wait.max.ms
+     * (500 ms by default) — per partition, as they are read one at a time.
+     * 100 ms keeps an export of many partitions quick (the config's "kafka"
+     * object may set it otherwise). */
+    const char *const batch_defaults[][2] = {{"fetch.wait.max.ms", "100"}};
+    rd_kafka_conf_t *conf = dp_kafka_conf_with_defaults(cfg, dp_kafka_bootstrap_env(), batch_defaults, follow ? 0 : 1,
+                                                        kv, 5, err, errsz);
     if (!conf)
         return NULL;
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, errsz);
@@ -532,7 +539,8 @@ static rd_kafka_t *new_consumer(const dp_stream_config *cfg, char *err, size_t e
 }
 
 /* With `wait`, a topic that does not exist yet (the processor creates its
- * output topics when it starts) is waited for until SIGINT/SIGTERM. */
+ * output topics when it starts) is waited for until SIGINT/SIGTERM;
+ * without, it is an error that says what it means. */
 static int partition_count(rd_kafka_t *rk, const char *topic, int wait, volatile sig_atomic_t *stop, int *np)
 {
     for (int logged = 0;; logged = 1) {
@@ -548,6 +556,12 @@ static int partition_count(rd_kafka_t *rk, const char *topic, int wait, volatile
         if (!te)
             return DP_OK;
         int missing = te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || te == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+        if (!wait && missing) {
+            export_fail("topic %s does not exist: nothing was released under this configuration's topics yet "
+                        "(`dpstream run` creates them when it starts; --follow waits for them); nothing written",
+                        topic);
+            return DP_EIO;
+        }
         if (!wait || !missing || (*stop)) {
             export_fail("topic %s: %s", topic, rd_kafka_err2str(te));
             return DP_EIO;
@@ -559,32 +573,67 @@ static int partition_count(rd_kafka_t *rk, const char *topic, int wait, volatile
     }
 }
 
-static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, int64_t timeout_ms)
+/* The Kafka side of an export, set up before any output file exists: a
+ * broker that does not answer, or a topic that is not there, leaves no
+ * empty files behind (export_kafka_open's failures). */
+typedef struct kafka_src {
+    rd_kafka_t *rk;
+    dp_codec   *codec;
+    const char *topics[3];
+    int         np[3];
+    int         nt;
+} kafka_src;
+
+static void export_kafka_close(kafka_src *k)
 {
-    const char *topics[3] = {cfg->topic_synthetic, cfg->topic_budget, cfg->topic_dead_letter};
-    topic_handler handlers[3] = {on_synthetic, on_budget, on_dead_letter};
+    dp_codec_destroy(k->codec);
+    if (k->rk) {
+        rd_kafka_consumer_close(k->rk);
+        rd_kafka_destroy(k->rk);
+    }
+    memset(k, 0, sizeof *k);
+}
+
+/* Connect (within connect_timeout_ms), and learn every topic's partition
+ * count (waiting for missing topics only with --follow).  DP_OK; DP_EIO or
+ * DP_EINVAL (reported); with --follow, DP_ECANCELED when stopped while
+ * waiting. */
+static int export_kafka_open(kafka_src *k, export_run *x, const dp_stream_config *cfg, int follow,
+                             int connect_timeout_ms)
+{
+    memset(k, 0, sizeof *k);
+    k->topics[0] = cfg->topic_synthetic;
+    k->topics[1] = cfg->topic_budget;
+    k->topics[2] = cfg->topic_dead_letter;
     /* The dead-letter topic holds raw personal input: read only when asked. */
-    int nt = x->with_dead_letters ? 3 : 2;
-    char err[512];
-    rd_kafka_t *rk = new_consumer(cfg, err, sizeof err);
-    if (!rk)
+    k->nt = x->with_dead_letters ? 3 : 2;
+    char err[1024];
+    if (!(k->rk = new_consumer(cfg, follow, err, sizeof err)))
         return export_fail("%s", err), DP_EINVAL;
-    dp_codec *codec = NULL;
     dp_codec_options copts;
     dp_stream_config_codec_options(cfg, &copts);   /* what `dpstream run` writes */
-    int rc = dp_codec_create(&codec, &copts, err, sizeof err);
-    if (rc != DP_OK) {
-        export_fail("%s", err);
-        goto out;
-    }
-    int np[3] = {0, 0, 0};
-    for (int t = 0; t < nt && rc == DP_OK; t++)
-        rc = partition_count(rk, topics[t], follow, x->stop, &np[t]);
-    if (rc != DP_OK) {
-        if (follow && (*x->stop))
-            rc = DP_OK;   /* stopped while waiting: nothing read, nothing wrong */
-        goto out;
-    }
+    int rc = dp_codec_create(&k->codec, &copts, err, sizeof err);
+    if (rc != DP_OK)
+        return export_fail("%s", err), rc;
+    if ((rc = dp_kafka_check_reachable(k->rk, connect_timeout_ms > 0 ? connect_timeout_ms
+                                                                     : DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS,
+                                       err, sizeof err)) != DP_OK)
+        return export_fail("%s", err), rc;
+    for (int t = 0; t < k->nt && rc == DP_OK; t++)
+        rc = partition_count(k->rk, k->topics[t], follow, x->stop, &k->np[t]);
+    if (rc != DP_OK && follow && (*x->stop))
+        rc = DP_ECANCELED;   /* stopped while waiting: nothing read, nothing wrong */
+    return rc;
+}
+
+static int export_kafka(export_run *x, kafka_src *k, int follow, int64_t timeout_ms)
+{
+    const char *const *topics = k->topics;
+    topic_handler handlers[3] = {on_synthetic, on_budget, on_dead_letter};
+    int nt = k->nt, *np = k->np;
+    rd_kafka_t *rk = k->rk;
+    dp_codec *codec = k->codec;
+    int rc = DP_OK;
     if (follow) {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np[0] + np[1] + np[2]);
         for (int t = 0; t < nt; t++)
@@ -620,6 +669,13 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
      * is then fixed by the log, not by fetch timing */
     for (int t = 0; t < nt && rc == DP_OK; t++) {
         for (int32_t part = 0; part < np[t] && rc == DP_OK && !(*x->stop); part++) {
+            /* A partition with nothing committed in it (low watermark = last
+             * stable offset, which a read_committed client is told) has
+             * nothing to export: skip it rather than wait for its EOF. */
+            int64_t lo = 0, hi = 0;
+            if (rd_kafka_query_watermark_offsets(rk, topics[t], part, &lo, &hi, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                lo >= hi)
+                continue;
             rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
             rd_kafka_topic_partition_list_add(l, topics[t], part)->offset = RD_KAFKA_OFFSET_BEGINNING;
             rd_kafka_assign(rk, l);
@@ -655,9 +711,6 @@ static int export_kafka(export_run *x, const dp_stream_config *cfg, int follow, 
         }
     }
 out:
-    dp_codec_destroy(codec);
-    rd_kafka_consumer_close(rk);
-    rd_kafka_destroy(rk);
     return rc;
 }
 
@@ -676,8 +729,17 @@ int dp_export_run(const dp_export_options *o, dp_export_result *r)
     x.stop = o->stop;
     x.with_dead_letters = o->cfg && o->dead_letter_path;
     int rc = DP_ENOMEM;
+    kafka_src k;
+    memset(&k, 0, sizeof k);
     if (dp_export_asm_create(&x.as) != DP_OK) {
         export_fail("out of memory");
+        goto done;
+    }
+    /* Kafka first: an unreachable broker or a missing topic must not leave
+     * an output directory of empty files that looks like an empty export. */
+    if (!o->replay_dir && (rc = export_kafka_open(&k, &x, o->cfg, o->follow, o->connect_timeout_ms)) != DP_OK) {
+        if (rc == DP_ECANCELED)
+            rc = DP_OK;
         goto done;
     }
     if ((rc = dp_export_writer_open(&x.w, o->out_dir, o->layout, o->format, o->cfg ? o->dead_letter_path : NULL,
@@ -685,7 +747,7 @@ int dp_export_run(const dp_export_options *o, dp_export_result *r)
         export_fail("%s", err);
         goto done;
     }
-    rc = o->replay_dir ? export_from_replay(&x, o->replay_dir) : export_kafka(&x, o->cfg, o->follow, o->timeout_ms);
+    rc = o->replay_dir ? export_from_replay(&x, o->replay_dir) : export_kafka(&x, &k, o->follow, o->timeout_ms);
     if (rc == DP_ENOMEM)
         export_fail("out of memory");
     if (rc != DP_OK)
@@ -702,6 +764,7 @@ done:
         if (rc == DP_OK)
             rc = DP_EIO;
     }
+    export_kafka_close(&k);
     dp_export_asm_destroy(x.as);
     dp_jbuf_free(&x.line);
     return rc;

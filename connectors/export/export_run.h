@@ -23,6 +23,7 @@ typedef struct dp_export_options {
     int64_t                 timeout_ms; /* without follow: give up on a partition silent this long */
     volatile sig_atomic_t  *stop;       /* set by the caller's signal handler */
     const char             *dead_letter_path; /* Kafka: also export dead letters there (NULL: not read) */
+    int                     connect_timeout_ms; /* Kafka: give up when no broker answers this long (0: default) */
 } dp_export_options;
 
 typedef struct dp_export_result {

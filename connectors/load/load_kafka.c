@@ -14,6 +14,7 @@
 
 struct dp_load_kafka {
     rd_kafka_t       *rk;
+    int               quiet;
     dp_stream_config *cfg;
     dp_codec         *codec;
     char             *topic;
@@ -88,29 +89,39 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     }
-    const char *const kv[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "5"}};
-    rd_kafka_conf_t *conf;
-    if (k->cfg) {
-        conf = dp_kafka_conf(k->cfg, bootstrap, kv, 3, err, sizeof err);
-    } else {
-        conf = rd_kafka_conf_new();
-        int bad = rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK;
-        for (size_t i = 0; i < 3 && !bad; i++)
-            bad = rd_kafka_conf_set(conf, kv[i][0], kv[i][1], err, sizeof err) != RD_KAFKA_CONF_OK;
-        if (bad) {
-            rd_kafka_conf_destroy(conf);
-            conf = NULL;
-        }
-    }
+    /* no auto-creation: the topic is created below with the configured
+     * partitions, or the load fails rather than make a 1-partition topic */
+    const char *const kv[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "5"},
+                                 {"allow.auto.create.topics", "false"}};
+    const size_t nkv = sizeof kv / sizeof kv[0];
+    /* without a config: only the brokers and the fixed settings (and
+     * dpstream's log callback either way) */
+    rd_kafka_conf_t *conf = dp_kafka_conf(k->cfg, bootstrap, kv, nkv, err, sizeof err);
     if (!conf) {
         dp_load_kafka_close(k);
-        return dp_err(errstr, errstr_size, DP_EINVAL, "kafka configuration: %s", err);
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s", err);
     }
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_opaque(conf, k);
     if (!(k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err))) {
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, DP_EIO, "cannot create the producer: %s", err);
+    }
+    k->quiet = o->quiet;
+    /* Before the first row: a broker that is not there is said so in
+     * seconds, not after every row has waited out message.timeout.ms. */
+    if ((rc = dp_kafka_check_reachable(k->rk, o->connect_timeout_ms > 0 ? o->connect_timeout_ms
+                                                                       : DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS,
+                                       err, sizeof err)) != DP_OK) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, rc, "%s", err);
+    }
+    dp_topic_spec spec = {.name = k->topic, .partitions = DP_STREAM_DEFAULT_TOPIC_PARTITIONS, .replication = -1};
+    if (k->cfg)
+        spec = dp_kafka_topic_spec(k->cfg, k->topic, 0);
+    if ((rc = dp_kafka_create_topics(k->rk, &spec, 1, 30000, err, sizeof err)) != DP_OK) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, rc, "%s", err);
     }
     *out = k;
     return DP_OK;
@@ -147,13 +158,11 @@ int dp_load_kafka_send(dp_load_kafka *k, const dp_update *u, char *errstr, size_
 int dp_load_kafka_flush(dp_load_kafka *k, char *errstr, size_t errstr_size)
 {
     /* bounded by librdkafka's message.timeout.ms: every message is then
-     * either delivered or reported failed */
-    rd_kafka_resp_err_t e;
-    while ((e = rd_kafka_flush(k->rk, 10000)) == RD_KAFKA_RESP_ERR__TIMED_OUT && !k->failed)
-        ;
+     * either delivered or reported failed; the wait is shown meanwhile */
+    int rc = dp_kafka_flush_progress(k->rk, "load", &k->failed, k->quiet);
     if (k->failed)
         return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
-    if (e)
-        return dp_err(errstr, errstr_size, DP_EIO, "flush: %s", rd_kafka_err2str(e));
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, DP_EIO, "flush: not every update was acknowledged");
     return DP_OK;
 }

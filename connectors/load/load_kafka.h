@@ -5,6 +5,12 @@
  * "kafka" properties, $DPSTREAM_BOOTSTRAP_SERVERS) as `dpstream run`, so
  * whatever the loader writes the processor reads.
  *
+ * Open fails fast (DP_EIO, "cannot reach …") when no broker answers within
+ * the connect timeout, and creates the topic if it is missing, as every
+ * command does (kafka_util.h: the config's topics.partitions and
+ * replication_factor; without a config the defaults, 4 partitions and the
+ * broker's replication factor), never relying on broker auto-creation.
+ *
  * Delivery: one idempotent producer (enable.idempotence, acks=all), so
  * retries neither duplicate nor reorder a partition's updates — the order
  * of rows in the input file is the order the processor sees per stream.
@@ -23,6 +29,8 @@ typedef struct dp_load_kafka_options {
     const char *config_path;   /* dpstream config (topics, kafka properties); may be NULL */
     const char *topic;         /* overrides the config's updates topic; required without a config */
     const char *bootstrap;     /* overrides everything else when non-NULL */
+    int         connect_timeout_ms;   /* give up when no broker answers this long (0: the default) */
+    int         quiet;         /* no "waiting for N acknowledgements" lines while flushing */
 } dp_load_kafka_options;
 
 typedef struct dp_load_kafka dp_load_kafka;

@@ -4,7 +4,7 @@
  *
  *   dpstream export (--config CONFIG.json | --from-replay DIR) --out OUT
  *                   [--layout releases|per-step|single] [--format csv|jsonl]
- *                   [--follow] [--timeout-ms MS] [--dead-letters FILE]
+ *                   [--follow] [--timeout-ms MS] [--dead-letters FILE] [--connect-timeout-ms MS]
  *
  * Dead letters hold the raw bytes of every rejected update (entity ids and
  * values): they are read only with --dead-letters, and written to that
@@ -13,6 +13,10 @@
  *
  * The work is connectors/export/export_run.c (what is read, in which
  * order, and when a release is written).
+ *
+ * Kafka trouble before anything is read — no broker answers within
+ * --connect-timeout-ms (default 10 s), a topic that does not exist (without
+ * --follow) — is exit 4, and no output file is created.
  *
  * Exit status: 0; 1 when something did not add up — an undecodable
  * message or line, a release whose chunks contradict its manifest, data
@@ -29,6 +33,7 @@
 #include "app/cli.h"
 #include "connectors/export/export_run.h"
 #include "core/dp_error.h"
+#include "stream/kafka_util.h"
 #include "stream/stream_config.h"
 
 static volatile sig_atomic_t export_stop = 0;
@@ -45,6 +50,7 @@ static void export_usage(FILE *f)
             "usage: dpstream export (--config CONFIG.json | --from-replay DIR) --out OUT\n"
             "                       [--layout releases|per-step|single] [--format csv|jsonl]\n"
             "                       [--follow] [--timeout-ms MS] [--dead-letters FILE]\n"
+            "                       [--connect-timeout-ms MS]\n"
             "\n"
             "Writes complete releases only: a release is written once its manifest has\n"
             "arrived and its chunks match the manifest's counts and checksum.\n"
@@ -61,7 +67,11 @@ static void export_usage(FILE *f)
             "  --follow           keep reading until SIGINT/SIGTERM (Kafka only)\n"
             "  --timeout-ms MS    without --follow: give up if a partition is silent this long\n"
             "                     before its end (default 60000)\n"
-            "Exit 1 if anything did not add up (see stderr), 0 otherwise.\n");
+            "  --connect-timeout-ms MS  Kafka: give up (exit 4) when no broker answers this long\n"
+            "                     (default 10000); a missing topic is exit 4 too (without --follow,\n"
+            "                     which waits for it), and either leaves no file behind\n"
+            "Exit 1 if anything did not add up (see stderr), 4 for Kafka (unreachable, a missing\n"
+            "topic), 0 otherwise.\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -69,7 +79,7 @@ int cmd_export(int argc, char **argv)
     const char *cmd = "export";
     const char *config_path = NULL, *replay_dir = NULL, *out_dir = NULL, *layout_s = "releases", *format_s = "csv";
     const char *dead_path = NULL;
-    uint64_t timeout_ms = 60000;
+    uint64_t timeout_ms = 60000, connect_ms = DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS;
     int follow = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -88,7 +98,13 @@ int cmd_export(int argc, char **argv)
         else if (strcmp(a, "--layout") == 0) slot = &layout_s;
         else if (strcmp(a, "--format") == 0) slot = &format_s;
         else if (strcmp(a, "--dead-letters") == 0) slot = &dead_path;
-        else if (strcmp(a, "--timeout-ms") == 0) {
+        else if (strcmp(a, "--connect-timeout-ms") == 0) {
+            if (i + 1 >= argc || cli_parse_u64(argv[i + 1], &connect_ms) != 0 || connect_ms < 1 ||
+                connect_ms > 3600000)
+                return cli_fail(cmd, "--connect-timeout-ms must be in 1..3600000");
+            i++;
+            continue;
+        } else if (strcmp(a, "--timeout-ms") == 0) {
             if (i + 1 >= argc || cli_parse_u64(argv[i + 1], &timeout_ms) != 0 || timeout_ms > (1ull << 40))
                 return cli_fail(cmd, "--timeout-ms needs a non-negative integer");
             i++;
@@ -134,7 +150,8 @@ int cmd_export(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     dp_export_options eo = {.cfg = cfg, .replay_dir = replay_dir, .out_dir = out_dir, .layout = layout,
                             .format = format, .follow = follow, .timeout_ms = (int64_t)timeout_ms,
-                            .stop = &export_stop, .dead_letter_path = dead_path};
+                            .stop = &export_stop, .dead_letter_path = dead_path,
+                            .connect_timeout_ms = (int)connect_ms};
     dp_export_result r;
     int erc = dp_export_run(&eo, &r);
     /* reading Kafka, or reading replay files / writing the output */

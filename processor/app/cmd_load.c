@@ -23,9 +23,11 @@
  *
  * Rejected rows never stop the load: each is reported on stderr with its
  * line number and reason, and appended to --rejects as JSON lines
- * {"line":N,"reason":"…","text":"…","raw":"…"}.  Fatal errors (unreadable
- * input, a bad mapping, a column missing from the header, an output or
- * delivery failure) exit 1 (usage errors 2); otherwise the exit code is 0
+ * {"line":N,"reason":"…","text":"…","raw":"…"}.  Fatal errors exit with
+ * the code of cli.h: 1 input that cannot be loaded at all (a column missing
+ * from the header), 2 usage or a bad mapping, 3 an unreadable input or
+ * unwritable output, 4 Kafka (no broker answers within
+ * --connect-timeout-ms, a delivery failure); otherwise the exit code is 0
  * and a summary is printed. */
 #include <errno.h>
 #include <jansson.h>
@@ -38,6 +40,7 @@
 #include "connectors/load/load_mapping.h"
 #include "connectors/load/load_run.h"
 #include "core/dp_error.h"
+#include "stream/kafka_util.h"
 
 /* --- mapping from file + flags ------------------------------------------------------------ */
 
@@ -166,12 +169,16 @@ static void load_usage(FILE *f)
             "                      or the config's updates topic; brokers from the config's \"kafka\"\n"
             "                      properties, $DPSTREAM_BOOTSTRAP_SERVERS or --bootstrap-servers;\n"
             "                      encoded exactly as `dpstream run` reads them (idempotent producer,\n"
-            "                      every delivery confirmed before exit 0)\n"
+            "                      every delivery confirmed before exit 0; the topic is created if\n"
+            "                      missing, with the config's topics.partitions, default 4)\n"
+            "  --connect-timeout-ms MS  Kafka: give up (exit 4) when no broker answers this long\n"
+            "                      (default 10000)\n"
             "other:\n"
             "  --close-steps       emit CLOSE_STEP markers when a stream's step advances and at the end\n"
             "  --max-gap N         with --close-steps, reject rows skipping more than N steps (10000)\n"
             "  --rejects FILE      also write rejected rows there as JSON lines\n"
-            "  --quiet             no progress lines on stderr\n");
+            "  --quiet             no progress lines on stderr (nor, for Kafka, the \"waiting for N\n"
+            "                      acknowledgements\" lines while the last updates are confirmed)\n");
 }
 
 int cmd_load(int argc, char **argv)
@@ -180,6 +187,7 @@ int cmd_load(int argc, char **argv)
     load_flags fl;
     memset(&fl, 0, sizeof fl);
     const char *input = NULL, *format = NULL, *out_path = NULL, *rejects_path = NULL, *max_gap_s = NULL;
+    const char *connect_s = NULL;
     dp_load_kafka_options ko;
     memset(&ko, 0, sizeof ko);
     int close_steps = 0, quiet = 0;
@@ -214,6 +222,7 @@ int cmd_load(int argc, char **argv)
         else if (strcmp(a, "--topic") == 0) slot = &ko.topic;
         else if (strcmp(a, "--config") == 0) slot = &ko.config_path;
         else if (strcmp(a, "--bootstrap-servers") == 0) slot = &ko.bootstrap;
+        else if (strcmp(a, "--connect-timeout-ms") == 0) slot = &connect_s;
         else {
             load_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);
@@ -227,7 +236,11 @@ int cmd_load(int argc, char **argv)
     int to_kafka = ko.topic || ko.config_path;
     if ((out_path != NULL) == to_kafka)
         return cli_fail(cmd, "give --out FILE, or --topic/--config for Kafka (one output)");
-    uint64_t max_gap = 10000;
+    uint64_t max_gap = 10000, connect_ms = DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS;
+    if (connect_s && (cli_parse_u64(connect_s, &connect_ms) != 0 || connect_ms < 1 || connect_ms > 3600000))
+        return cli_fail(cmd, "--connect-timeout-ms must be in 1..3600000");
+    ko.connect_timeout_ms = (int)connect_ms;
+    ko.quiet = quiet;
     if (max_gap_s && (cli_parse_u64(max_gap_s, &max_gap) != 0 || max_gap == 0))
         return cli_fail(cmd, "--max-gap must be an integer >= 1");
     int is_csv;

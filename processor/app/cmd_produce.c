@@ -3,10 +3,15 @@
  * the JSONL -> Kafka loader).
  *
  *   dpstream produce --config CONFIG.json --input UPDATES.jsonl
- *                    [--partitions N] [--raw-invalid] [--log-format text|json]
+ *                    [--partitions N] [--raw-invalid] [--connect-timeout-ms MS] [--log-format text|json]
  *
- * The updates topic of the config is created with N partitions (default 4)
- * if it does not exist.  Lines are produced in file order by one
+ * The updates topic of the config is created if it does not exist, with
+ * the config's "topics.partitions" (default 4; --partitions N overrides)
+ * and "topics.replication_factor", as every command creates topics
+ * (kafka_util.h).  A broker that does not answer within the connect
+ * timeout (default 10 s) is reported at once (exit 4), and while the last
+ * messages wait for their acknowledgements the wait is shown on stderr.
+ * Lines are produced in file order by one
  * idempotent producer (acks=all), so each partition holds its streams'
  * lines in file order — the order `dpstream replay` reads them in.  A line
  * that is not a valid update is refused (exit 1) unless --raw-invalid,
@@ -34,13 +39,16 @@ static void produce_usage(FILE *f)
         return;   /* stderr carries JSON lines only */
     fprintf(f,
             "usage: dpstream produce --config CONFIG.json --input UPDATES.jsonl\n"
-            "                        [--partitions N] [--raw-invalid] [--log-format text|json]\n"
+            "                        [--partitions N] [--raw-invalid] [--connect-timeout-ms MS]\n"
+            "                        [--log-format text|json]\n"
             "\n"
             "Encodes update JSON lines (\"-\" reads stdin) as Avro and produces them to the\n"
             "config's updates topic, keyed by stream id, in file order.  Creates the topic\n"
-            "with N partitions (default 4) if missing.  --raw-invalid sends lines that are\n"
+            "if missing, with the config's topics.partitions (default 4; --partitions N\n"
+            "overrides) and topics.replication_factor.  --raw-invalid sends lines that are\n"
             "not valid updates as raw bytes (for dead-letter tests) instead of failing.\n"
-            "--log-format json writes stderr as JSON lines (as `dpstream run`).\n");
+            "--connect-timeout-ms: give up (exit 4) when no broker answers this long\n"
+            "(default 10000).  --log-format json writes stderr as JSON lines (as `dpstream run`).\n");
 }
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -75,7 +83,7 @@ int cmd_produce(int argc, char **argv)
 {
     const char *cmd = "produce";
     const char *config_path = NULL, *input_path = NULL;
-    uint64_t partitions = 4;
+    uint64_t partitions = 0, connect_ms = DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS;   /* 0: the config's */
     int raw_invalid = 0;
     if (cli_log_format_option(cmd, argc, argv) != 0)
         return CLI_EXIT_USAGE;
@@ -100,6 +108,9 @@ int cmd_produce(int argc, char **argv)
         else if (strcmp(a, "--partitions") == 0) {
             if (cli_parse_u64(v, &partitions) != 0 || partitions < 1 || partitions > 10000)
                 return cli_fail(cmd, "--partitions must be in 1..10000");
+        } else if (strcmp(a, "--connect-timeout-ms") == 0) {
+            if (cli_parse_u64(v, &connect_ms) != 0 || connect_ms < 1 || connect_ms > 3600000)
+                return cli_fail(cmd, "--connect-timeout-ms must be in 1..3600000");
         } else {
             produce_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", a);
@@ -131,8 +142,11 @@ int cmd_produce(int argc, char **argv)
     size_t cap = 0;
     uint64_t n_sent = 0, n_raw = 0, line_no = 0;
 
-    const char *const kv[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "5"}};
-    rd_kafka_conf_t *conf = dp_kafka_conf(cfg, dp_kafka_bootstrap_env(), kv, 3, err, sizeof err);
+    /* no auto-creation: the topic is created below with the configured
+     * partitions, or the produce fails rather than make a 1-partition one */
+    const char *const kv[][2] = {{"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "5"},
+                                 {"allow.auto.create.topics", "false"}};
+    rd_kafka_conf_t *conf = dp_kafka_conf(cfg, dp_kafka_bootstrap_env(), kv, 4, err, sizeof err);
     if (!conf) {
         status = cli_fail(cmd, "%s", err);
         goto done;
@@ -149,7 +163,13 @@ int cmd_produce(int argc, char **argv)
         cli_fail(cmd, "%s", err);
         goto done;
     }
-    dp_topic_spec spec = {cfg->topic_updates, (int)partitions, 0};
+    if (dp_kafka_check_reachable(rk, (int)connect_ms, err, sizeof err) != DP_OK) {
+        cli_fail(cmd, "%s", err);
+        goto done;
+    }
+    dp_topic_spec spec = dp_kafka_topic_spec(cfg, cfg->topic_updates, 0);
+    if (partitions)
+        spec.partitions = (int)partitions;
     if (dp_kafka_create_topics(rk, &spec, 1, 30000, err, sizeof err) != DP_OK) {
         cli_fail(cmd, "%s", err);
         goto done;
@@ -192,8 +212,8 @@ int cmd_produce(int argc, char **argv)
         status = CLI_EXIT_IO;
         goto done;
     }
-    if (rd_kafka_flush(rk, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR || failed) {
-        cli_fail(cmd, "not every message was delivered");
+    if (dp_kafka_flush_progress(rk, cmd, &failed, 0) != DP_OK) {
+        cli_fail(cmd, "not every message was delivered (see the delivery errors above)");
         goto done;
     }
     printf("produce: %" PRIu64 " updates and %" PRIu64 " raw lines to %s\n", n_sent, n_raw, cfg->topic_updates);

@@ -8,10 +8,10 @@
  *                [--log-format text|json]
  *
  * Environment: DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers of the
- * config; DPSTREAM_INSTANCE_ID is the default of --instance-id.  The
- * instance id must be stable across restarts of one instance and distinct
- * between instances: the transactional.id is derived from it, so a
- * restarted instance fences its zombie predecessor.
+ * config; DPSTREAM_INSTANCE_ID is the default of --instance-id, and the
+ * host name theirs.  The instance id must be stable across restarts of one
+ * instance and distinct between instances: the transactional.id is derived
+ * from it, so a restarted instance fences its zombie predecessor.
  *
  * SIGTERM / SIGINT shut down cleanly (the open transaction is committed or
  * aborted, the group is left) and exit 0.  Exit 1 on a runtime failure, 2
@@ -24,6 +24,7 @@
 #include "app/cli.h"
 #include "app/http_server.h"
 #include "core/dp_error.h"
+#include "stream/kafka_util.h"
 #include "stream/log.h"
 #include "stream/processor.h"
 #include "stream/stream_config.h"
@@ -53,10 +54,12 @@ static void run_usage(FILE *f)
             "release, the budget event, the stream's snapshot and the input offsets.\n"
             "  --key-file/--key-hex  the secret noise key (32 bytes)\n"
             "  --state-key-file F    encrypt snapshots with this 32-byte key (libsodium AEAD)\n"
-            "  --instance-id ID      stable per instance (default $DPSTREAM_INSTANCE_ID or \"0\")\n"
+            "  --instance-id ID      stable per instance, distinct between instances (default\n"
+            "                        $DPSTREAM_INSTANCE_ID, else the host name)\n"
             "  --chunk-records N     synthetic records per Kafka message (default 1000)\n"
             "  --idle-timeout-ms MS  append a CLOSE_STEP marker for a stream silent this long\n"
             "                        with unreleased data (default 60000; 0 disables)\n"
+            "  --connect-timeout-ms MS  give up (exit 4) when no broker answers this long (default 10000)\n"
             "  --progress-ms MS      info-level progress line period (default 10000)\n"
             "  --dlq-commit-ms MS    commit pending dead letters at least this often (default 1000)\n"
             "  --snapshot-chunk-bytes N  split a snapshot's state into Snapshot messages of at\n"
@@ -83,6 +86,7 @@ int cmd_run(int argc, char **argv)
     const char *log_level = "info";
     uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000, debug_delay = 0;
     uint64_t snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES, restore_delay = 0;
+    uint64_t connect_ms = DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS;
     const char *http = NULL;
     int http_input = 0;
     if (cli_log_format_option(cmd, argc, argv) != 0)
@@ -117,6 +121,7 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(a, "--debug-commit-delay-ms") == 0) num = &debug_delay;
         else if (strcmp(a, "--snapshot-chunk-bytes") == 0) num = &snap_chunk;
         else if (strcmp(a, "--debug-restore-delay-ms") == 0) num = &restore_delay;
+        else if (strcmp(a, "--connect-timeout-ms") == 0) num = &connect_ms;
         else if (strcmp(a, "--http") == 0) http = v;
         else {
             run_usage(stderr);
@@ -129,6 +134,8 @@ int cmd_run(int argc, char **argv)
         run_usage(stderr);
         return cli_fail(cmd, "--config is required");
     }
+    if (connect_ms == 0 || connect_ms > 3600000)
+        return cli_fail(cmd, "--connect-timeout-ms must be in 1..3600000");
     if (chunk == 0 || chunk > (1u << 24))
         return cli_fail(cmd, "--chunk-records must be in 1..16777216");
     if (snap_chunk < DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES || snap_chunk > DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES)
@@ -138,8 +145,6 @@ int cmd_run(int argc, char **argv)
     if (dp_log_level_parse(log_level, &lvl) != 0)
         return cli_fail(cmd, "--log-level must be error, warn, info or debug");
     dp_log_set_level(lvl);
-    if (!instance_id || !*instance_id)
-        instance_id = "0";
     if (http_input && !http)
         return cli_fail(cmd, "--http-input-metrics needs --http");
 
@@ -198,6 +203,7 @@ int cmd_run(int argc, char **argv)
                               .snapshot_chunk_bytes = (size_t)snap_chunk,
                               .metrics = metrics,
                               .debug_restore_delay_ms = (int64_t)restore_delay,
+                              .connect_timeout_ms = (int64_t)connect_ms,
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);

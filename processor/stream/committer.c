@@ -70,7 +70,16 @@ static int txn_error(proc *p, const char *what, rd_kafka_error_t *e)
     if (!e)
         return DP_OK;
     dp_log_event(DP_LOG_ERROR, "txn_error", NULL, 0, 0, "%s failed: %s", what, rd_kafka_error_string(e));
-    if (rd_kafka_error_is_fatal(e)) {
+    rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+    if (rd_kafka_error_is_fatal(e) && (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+                                       code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "fenced: another instance started with instance id '%s' (the same "
+                 "transactional.id) and took over; two live instances must not share an id — give each its own "
+                 "--instance-id (default: the host name) and keep the group the same: %s", p->instance_id,
+                 rd_kafka_error_string(e));
+        ps_set_fatal(p, "%s", msg);
+    } else if (rd_kafka_error_is_fatal(e)) {
         ps_set_fatal(p, "fatal transactional error (another instance with this transactional.id?): %s",
                   rd_kafka_error_string(e));
     } else {
@@ -206,7 +215,8 @@ int ps_txn_commit(proc *p, int wait)
                              .updates_topic_len = strlen(p->cfg->topic_updates),
                              .partition = i,
                              .position = pp->position,
-                             .resume = c};
+                             .resume = c,
+                             .partition_count = p->updates_partitions};
         char key[512];
         int kl = snprintf(key, sizeof key, "%s%s/%" PRId32, DP_STATE_PROGRESS_KEY_PREFIX,
                           p->cfg->topic_updates, i);

@@ -10,7 +10,9 @@
 #include "stream/processor.h"
 
 #include <time.h>
+#include <unistd.h>
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -51,21 +53,38 @@ static const char *config_value(const dp_stream_config *c, const char *name)
     return NULL;
 }
 
+int dp_processor_default_instance_id(char *out, size_t out_size)
+{
+    char host[256];
+    if (out_size < 2 || gethostname(host, sizeof host) != 0)
+        return DP_EIO;
+    host[sizeof host - 1] = '\0';
+    /* Kafka takes any transactional.id, but the id also lands in logs and
+     * metrics: keep [A-Za-z0-9._-], map anything else to '_', at most 64. */
+    size_t n = 0;
+    for (const char *c = host; *c && n + 1 < out_size && n < 64; c++)
+        out[n++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
+    out[n] = '\0';
+    return n ? DP_OK : DP_EIO;
+}
+
 int dp_processor_transactional_id(const char *group_id, const char *instance_id, char *out, size_t out_size)
 {
     int n = snprintf(out, out_size, "%s.%s", group_id, instance_id);
     return n > 0 && (size_t)n < out_size ? DP_OK : DP_ERANGE;
 }
 
-/* Create the output topics if missing (broker default partitions and
- * replication; the state topic compacted). */
+/* Create the topics that are missing — the updates topic too, so that it
+ * gets the configured partitions rather than whatever a producer's
+ * auto-creation would give it — with "topics.partitions" and
+ * "topics.replication_factor" (the state topic compacted). */
 static int create_topics(proc *p, char *errstr, size_t errn)
 {
-    dp_topic_spec specs[] = {{p->cfg->topic_synthetic, -1, 0},
-                             {p->cfg->topic_budget, -1, 0},
-                             {p->cfg->topic_dead_letter, -1, 0},
-                             {p->cfg->topic_state, -1, 1}};
-    return dp_kafka_create_topics(p->producer, specs, 4, KAFKA_TIMEOUT_MS, errstr, errn);
+    const dp_stream_config *c = p->cfg;
+    dp_topic_spec specs[] = {dp_kafka_topic_spec(c, c->topic_updates, 0), dp_kafka_topic_spec(c, c->topic_synthetic, 0),
+                             dp_kafka_topic_spec(c, c->topic_budget, 0), dp_kafka_topic_spec(c, c->topic_dead_letter, 0),
+                             dp_kafka_topic_spec(c, c->topic_state, 1)};
+    return dp_kafka_create_topics(p->producer, specs, sizeof specs / sizeof specs[0], KAFKA_TIMEOUT_MS, errstr, errn);
 }
 
 /* Delivery reports of the transactional producer.  A failed delivery
@@ -95,14 +114,29 @@ static int setup(proc *p, char *errstr, size_t errn)
         p->max_message_bytes = 1000000;
     p->max_message_bytes -= 512;   /* headroom for the key, headers and record overhead */
     char txid[512];
-    if (dp_processor_transactional_id(p->group_id, p->o->instance_id, txid, sizeof txid) != DP_OK)
+    /* The instance id names this instance's transactional producer: the
+     * same id after a restart fences the crashed predecessor and aborts its
+     * open transaction; two live instances with one id fence each other.
+     * Without one given, the host name: stable across restarts, distinct
+     * between hosts (containers and pods have their own). */
+    const char *why = "given";
+    if (p->o->instance_id && *p->o->instance_id) {
+        snprintf(p->instance_id, sizeof p->instance_id, "%s", p->o->instance_id);
+    } else if (dp_processor_default_instance_id(p->instance_id, sizeof p->instance_id) == DP_OK) {
+        why = "this host's name; give each instance on one host its own with --instance-id or "
+              "$DPSTREAM_INSTANCE_ID";
+    } else {
+        return dp_err(errstr, errn, DP_EINVAL, "no instance id given and the host name is unknown: give "
+                      "--instance-id or $DPSTREAM_INSTANCE_ID (stable per instance, distinct between instances)");
+    }
+    if (dp_processor_transactional_id(p->group_id, p->instance_id, txid, sizeof txid) != DP_OK)
         return dp_err(errstr, errn, DP_ERANGE, "group id and instance id too long");
     /* The startup summary, before the first broker round trip (so it is
      * there even when the broker is not): what this instance reads and
      * writes and how its state is protected — public configuration only. */
     dp_log_event(DP_LOG_INFO, "startup", NULL, 0, 0,
-                 "starting instance '%s': %zu stream route(s), updates %s, outputs %s, %s, %s, "
-                 "state %s (snapshots %s)", p->o->instance_id, p->cfg->n_routes,
+                 "starting instance '%s' (%s): %zu stream route(s), updates %s, outputs %s, %s, %s, "
+                 "state %s (snapshots %s)", p->instance_id, why, p->cfg->n_routes,
                  p->cfg->topic_updates, p->cfg->topic_synthetic, p->cfg->topic_budget, p->cfg->topic_dead_letter,
                  p->cfg->topic_state,
                  p->o->state_key ? "sealed with the state key" : "authenticated, not encrypted: no state key");
@@ -123,7 +157,14 @@ static int setup(proc *p, char *errstr, size_t errn)
     if (!(p->marker_producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err)))
         return dp_err(errstr, errn, DP_EINVAL, "marker producer: %s", err);
 
-    int rc = p->o->skip_create_topics ? DP_OK : create_topics(p, errstr, errn);
+    /* Fail in seconds, saying so, when no broker answers — not at the
+     * first 30 s admin or transaction timeout. */
+    int rc = dp_kafka_check_reachable(p->producer, p->o->connect_timeout_ms > 0 ? (int)p->o->connect_timeout_ms
+                                                                              : DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS,
+                                      errstr, errn);
+    if (rc != DP_OK)
+        return rc;
+    rc = p->o->skip_create_topics ? DP_OK : create_topics(p, errstr, errn);
     if (rc != DP_OK)
         return rc;
     /* Fences any zombie with the same transactional.id and aborts its open
@@ -268,7 +309,7 @@ static ssize_t consume_batch(proc *p)
 
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size)
 {
-    if (!o || !o->config || !o->noise_key || !o->instance_id || !o->stop || o->chunk_records == 0)
+    if (!o || !o->config || !o->noise_key || !o->stop || o->chunk_records == 0)
         return dp_err(errstr, errstr_size, DP_EINVAL, "processor: missing option");
     proc p;
     memset(&p, 0, sizeof p);

@@ -111,7 +111,8 @@ typedef struct dp_processor_options {
     const dp_stream_config *config;
     const dp_key *noise_key;              /* secret noise key (never logged, never snapshotted) */
     const dp_key *state_key;              /* NULL: snapshots unencrypted */
-    const char   *instance_id;            /* stable across restarts: transactional.id suffix */
+    const char   *instance_id;            /* stable across restarts: transactional.id suffix;
+                                             NULL or "": the host name (dp_processor_default_instance_id) */
     const char   *bootstrap_override;     /* NULL or replaces bootstrap.servers */
     uint32_t      chunk_records;          /* synthetic records per Kafka message (>= 1) */
     int64_t       idle_timeout_ms;        /* 0: no idle close; else append CLOSE_STEP after this much silence */
@@ -124,6 +125,8 @@ typedef struct dp_processor_options {
     dp_metrics   *metrics;                /* NULL: none (`--http` off); see metrics.h */
     int64_t       debug_restore_delay_ms; /* testing aid: pause at the start of every restore, so
                                              a test sees /readyz answer 503 */
+    int64_t       connect_timeout_ms;     /* give up when no broker answers this long (0: the
+                                             default, DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS) */
     int           skip_create_topics;     /* the output topics exist already: do not call
                                              rd_kafka_CreateTopics (librdkafka's mock cluster
                                              has no Admin API; the embedded demo creates them) */
@@ -154,6 +157,13 @@ extern const char *const dp_processor_consumer_defaults[][2];
 extern const size_t dp_processor_consumer_defaults_n;
 
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size);
+
+/* The instance id of an instance started without one: the host name,
+ * [A-Za-z0-9._-] kept and anything else mapped to '_', at most 64
+ * characters — stable across restarts of one host (or container, or pod)
+ * and distinct between hosts, so instances on different hosts never share
+ * a transactional.id.  DP_OK, or DP_EIO if the host has no name. */
+int dp_processor_default_instance_id(char *out, size_t out_size);
 
 /* The transactional.id used for (group id, instance id): "<group>.<instance>". */
 int dp_processor_transactional_id(const char *group_id, const char *instance_id,

@@ -68,6 +68,7 @@ typedef struct proc {
     const dp_processor_options *o;
     const dp_stream_config     *cfg;
     char                        group_id[256];
+    char                        instance_id[128];    /* the option's, or the host name */
     size_t                      max_message_bytes;   /* producer message.max.bytes */
     rd_kafka_t                 *consumer;
     rd_kafka_t                 *producer;     /* transactional */
@@ -79,6 +80,9 @@ typedef struct proc {
     ps_partition               *parts;        /* grown by ps_part_get */
     int32_t                     n_parts;
     int32_t                     n_input_partitions;  /* processor_state (cached), rebalance resets: 0 = unknown */
+    int32_t                     updates_partitions;  /* restore: the updates topic's partition count its
+                                                        last restore checked the state against (committer
+                                                        records it in progress records; 0 = unknown) */
     /* committer */
     int                         txn_open;
     int64_t                     txn_begin_ms;

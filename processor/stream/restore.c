@@ -84,7 +84,11 @@ static int state_record_wanted(proc *p, const rd_kafka_message_t *m, const rd_ka
     for (int i = 0; i < l->cnt; i++)
         if (l->elems[i].partition == part)
             return 1;
-    return 0;
+    /* Every partition's progress record (a few dozen bytes each): each says
+     * how many partitions the updates topic had when it was committed, and
+     * the check in restore_partitions compares them all with today's. */
+    size_t pre = sizeof DP_STATE_PROGRESS_KEY_PREFIX - 1;
+    return m->key && m->key_len >= pre && memcmp(m->key, DP_STATE_PROGRESS_KEY_PREFIX, pre) == 0;
 }
 
 /* Read the state topic to its end (read_committed: up to the last stable
@@ -131,6 +135,27 @@ static int read_state_topic(proc *p, dp_bytes_map *latest, const rd_kafka_topic_
             goto out;
     }
     int np = md->topics[0].partition_cnt;
+    /* The updates topic's partition count now, for the check against the
+     * counts the state was committed under (restore_partitions); this
+     * reader, not the group's consumer, asks: we are inside its rebalance
+     * callback. */
+    p->updates_partitions = 0;
+    for (;;) {
+        const struct rd_kafka_metadata *umd = NULL;
+        rd_kafka_topic_t *ut = rd_kafka_topic_new(rk, p->cfg->topic_updates, NULL);
+        rd_kafka_resp_err_t ue = rd_kafka_metadata(rk, 0, ut, &umd, KAFKA_TIMEOUT_MS);
+        rd_kafka_topic_destroy(ut);
+        rd_kafka_resp_err_t why = ue ? ue : umd->topic_cnt != 1 ? RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC : umd->topics[0].err;
+        if (!why)
+            p->updates_partitions = umd->topics[0].partition_cnt;
+        if (umd)
+            rd_kafka_metadata_destroy(umd);
+        if (!why && p->updates_partitions > 0)
+            break;
+        if ((rc = restore_wait(p, deadline, "metadata of the updates topic for", why ? why
+                                                                                    : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)) != DP_OK)
+            goto out;
+    }
     /* "The end" is the high watermark *now*, not the first EOF: under
      * read_committed an EOF comes at the last stable offset, and a failed
      * instance's still-open transaction holds that back while committed
@@ -320,6 +345,30 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         }
         if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
             continue;
+        if (r.kind == DP_STATE_PROGRESS && r.partition_count > 0 && r.partition_count != p->updates_partitions) {
+            /* Streams are pinned to partitions by key: partition = hash(stream
+             * id) mod count.  Under another count a stream's updates land in
+             * another partition, owned by an instance whose state does not
+             * know the stream: it would start it afresh and release its steps
+             * a second time with the same noise key, while the old state sat
+             * unused in the old partition.  Stop before consuming anything. */
+            char msg[1100];
+            snprintf(msg, sizeof msg,
+                     "the updates topic %s has %" PRId32 " partitions, but its state in %s was committed when it had "
+                     "%" PRId32 ": every stream is pinned to the partition its id hashes to among %" PRId32 ", so "
+                     "its updates would now land in partitions whose state does not know it, and its steps could "
+                     "be released twice; stopping before consuming anything.  Kafka cannot take partitions away: "
+                     "keep this deployment's state as it is and run the new partitioning as a new deployment — "
+                     "another topics.prefix (new updates, output and state topics) with new stream ids or a new "
+                     "noise key, as the same ids under the same key would reuse their noise; to leave room to "
+                     "scale out, give the updates topic enough partitions from the start (topics.partitions)",
+                     p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r.partition_count,
+                     r.partition_count);
+            ps_set_fatal(p, "%s", msg);
+            p->fatal_refused = 1;
+            rc = DP_EINVAL;
+            break;
+        }
         int idx = -1;
         for (int i = 0; i < l->cnt; i++)
             if (l->elems[i].partition == r.partition)

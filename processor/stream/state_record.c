@@ -8,7 +8,8 @@
 #include "core/dp_error.h"
 #include "stream/seal.h"
 
-#define MAGIC_PROGRESS 0x31505044u   /* "DPP1" little-endian */
+#define MAGIC_PROGRESS_V1 0x31505044u   /* "DPP1" little-endian */
+#define MAGIC_PROGRESS    0x32505044u   /* "DPP2": with the updates topic's partition count */
 
 /* The associated data of a sealed state: every public field of the
  * snapshot, length-prefixed (injective). */
@@ -187,7 +188,7 @@ int dp_state_chunk_peek(dp_codec *codec, const uint8_t *data, size_t len, dp_sta
 
 static int is_progress(const uint8_t *data, size_t len)
 {
-    return len >= 4 && data[0] == 'D' && data[1] == 'P' && data[2] == 'P' && data[3] == '1';
+    return len >= 4 && data[0] == 'D' && data[1] == 'P' && data[2] == 'P' && (data[3] == '1' || data[3] == '2');
 }
 
 int dp_state_owner(dp_codec *codec, const uint8_t *data, size_t len, const char **topic, size_t *topic_len,
@@ -221,6 +222,7 @@ int dp_state_encode_progress(const dp_state_record *r, dp_buf *out)
     dp_buf_put_u32(out, (uint32_t)r->partition);
     dp_buf_put_i64(out, r->position);
     dp_buf_put_i64(out, r->resume);
+    dp_buf_put_u32(out, (uint32_t)(r->partition_count > 0 ? r->partition_count : 0));
     return dp_buf_status(out);
 }
 
@@ -229,13 +231,16 @@ static int decode_progress(const uint8_t *data, size_t len, dp_state_record *out
 {
     dp_reader rd;
     dp_reader_init(&rd, data, len);
-    (void)dp_reader_u32(&rd);
+    uint32_t magic = dp_reader_u32(&rd);
     out->kind = DP_STATE_PROGRESS;
     const uint8_t *topic = dp_reader_blob(&rd, &out->updates_topic_len);
     out->partition = (int32_t)dp_reader_u32(&rd);
     out->position = dp_reader_i64(&rd);
     out->resume = dp_reader_i64(&rd);
-    if (dp_reader_finish(&rd) != DP_OK || !topic)
+    /* "DPP1", written before the count was recorded: unknown (0) */
+    uint32_t count = magic == MAGIC_PROGRESS ? dp_reader_u32(&rd) : 0;
+    out->partition_count = count <= INT32_MAX ? (int32_t)count : -1;
+    if (dp_reader_finish(&rd) != DP_OK || !topic || out->partition_count < 0)
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "truncated or over-long progress record");
     /* NUL-terminated copy */
     scratch->len = 0;

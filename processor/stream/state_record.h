@@ -29,10 +29,14 @@
  *     than silently short.
  *
  *   partition progress (key = DP_STATE_PROGRESS_KEY_PREFIX topic "/" partition):
- *     "DPP1" ‖ blob(updates topic) ‖ u32 partition ‖ i64 position ‖ i64 resume
+ *     "DPP2" ‖ blob(updates topic) ‖ u32 partition ‖ i64 position ‖ i64 resume
+ *     ‖ u32 partition count
  *     (core/buf.h encoding; the magic can never start an Avro Snapshot,
  *     whose first byte is the zig-zag schema_version 1 = 0x02, or a
- *     Confluent frame, 0x00).  Internal to the processor.
+ *     Confluent frame, 0x00).  Internal to the processor.  The partition
+ *     count is the updates topic's when the state was committed (streams
+ *     are pinned to partitions by key hash modulo that count); "DPP1"
+ *     records, written before it was kept, decode with count 0 (unknown).
  *
  * input_offset / skip_below: the input offset just after the message that
  * closed the step; every update of this stream at a lower offset is
@@ -82,6 +86,7 @@ typedef struct dp_state_record {
     /* progress */
     int64_t        position;
     int64_t        resume;
+    int32_t        partition_count;    /* the updates topic's partitions when committed; 0 = unknown */
 } dp_state_record;
 
 /* Encode a snapshot record; the state is sealed iff state_key != NULL.

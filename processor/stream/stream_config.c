@@ -81,16 +81,34 @@ static int load_topics(dp_stream_config *c, const json_t *topics, char *errstr, 
     const size_t NK = sizeof KEYS / sizeof KEYS[0];
     if (topics && !json_is_object(topics))
         return dp_err(errstr, n, DP_EINVAL, "topics: must be an object");
+    c->topic_partitions = DP_STREAM_DEFAULT_TOPIC_PARTITIONS;
+    c->topic_replication_factor = -1;
     if (topics) {
         const char *key;
         json_t *val;
         json_object_foreach((json_t *)topics, key, val) {
+            if (strcmp(key, "partitions") == 0) {
+                if (!json_is_integer(val) || json_integer_value(val) < 1 || json_integer_value(val) > 100000)
+                    return dp_err(errstr, n, DP_EINVAL, "topics.partitions: must be an integer in 1..100000 (the "
+                                  "partitions of every topic dpstream creates)");
+                c->topic_partitions = (int)json_integer_value(val);
+                continue;
+            }
+            if (strcmp(key, "replication_factor") == 0) {
+                if (!json_is_integer(val) || !(json_integer_value(val) == -1 ||
+                                               (json_integer_value(val) >= 1 && json_integer_value(val) <= 32767)))
+                    return dp_err(errstr, n, DP_EINVAL, "topics.replication_factor: must be -1 (the broker's "
+                                  "default.replication.factor) or an integer in 1..32767");
+                c->topic_replication_factor = (int)json_integer_value(val);
+                continue;
+            }
             size_t k = 0;
             while (k < NK && strcmp(key, KEYS[k]) != 0)
                 k++;
             if (k == NK)
                 return dp_err(errstr, n, DP_EINVAL,
-                              "topics: unknown key \"%s\" (known: prefix, updates, synthetic, budget, dead_letter, state)", key);
+                              "topics: unknown key \"%s\" (known: prefix, updates, synthetic, budget, dead_letter, state, "
+                              "partitions, replication_factor)", key);
             if (!json_is_string(val) || !topic_name_ok(json_string_value(val)))
                 return dp_err(errstr, n, DP_EINVAL,
                               "topics.%s: must be a Kafka topic name (1-249 characters of a-z A-Z 0-9 . _ -)", key);

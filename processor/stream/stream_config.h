@@ -7,7 +7,14 @@
  *     "topics": {"prefix": "dpstream",             optional; defaults below
  *                "updates": "dpstream.updates", "synthetic": "dpstream.synthetic",
  *                "budget": "dpstream.budget", "dead_letter": "dpstream.deadletter",
- *                "state": "dpstream.state"},
+ *                "state": "dpstream.state",
+ *                "partitions": 4, "replication_factor": -1},
+ *                the topics dpstream creates when they are missing (every
+ *                command that writes or reads them creates what is missing
+ *                with these, never relying on broker auto-creation; existing
+ *                topics are left as they are): partitions 1..100000, default
+ *                4; replication_factor -1 = the broker's
+ *                default.replication.factor, or 1..32767
  *     "kafka":  {"bootstrap.servers": "127.0.0.1:9092", …},   optional;
  *                librdkafka properties, values strings (numbers and
  *                booleans are accepted and written in canonical form)
@@ -77,6 +84,8 @@ typedef struct dp_stream_config {
     char *topic_budget;
     char *topic_dead_letter;
     char *topic_state;
+    int   topic_partitions;           /* "topics.partitions": for topics dpstream creates */
+    int   topic_replication_factor;   /* "topics.replication_factor", -1 = the broker's default */
     dp_kafka_property *kafka;      /* in file order */
     size_t             n_kafka;
     double             delta;
@@ -89,6 +98,9 @@ typedef struct dp_stream_config {
 } dp_stream_config;
 
 #define DP_STREAM_CONFIG_DEFAULT_DELTA 1e-6
+/* Partitions of the topics dpstream creates unless "topics.partitions"
+ * says otherwise (what `dpstream produce` always used). */
+#define DP_STREAM_DEFAULT_TOPIC_PARTITIONS 4
 
 /* librdkafka's default partitioner, which dpstream's own producers use
  * unless the config's "kafka" object sets "partitioner" (Java clients

@@ -209,6 +209,17 @@ got_topics = set(re.findall(r"\b" + re.escape(prefix) + r"\.[a-z]+", script))
 check(got_topics == want_topics, f"topic-init creates {sorted(got_topics)}, config derives {sorted(want_topics)}")
 check(re.search(re.escape(prefix) + r"\.state.*cleanup\.policy=compact", script, re.S) is not None,
       "state topic must be compacted")
+# topic-init creates them as dpstream itself would (topics.partitions,
+# topics.replication_factor of the config)
+tcfg = cfg.get("topics", {})
+for flag, want in (("--partitions", tcfg.get("partitions", 4)), ("--replication-factor", tcfg.get("replication_factor"))):
+    got = set(re.findall(re.escape(flag) + r"\s+(\d+)", script))
+    if want is not None and want != -1:
+        check(got == {str(want)}, f"topic-init {flag} {sorted(got)}, the config says {want}")
+# replicas must not share an instance id (they would fence each other)
+denv = services.get("dpstream", {}).get("environment") or {}
+check("DPSTREAM_INSTANCE_ID" not in denv,
+      "the dpstream service must not fix DPSTREAM_INSTANCE_ID: replicas (--scale) would share it")
 # run the loader's own command lines, with the output redirected to a file
 loader = [a for n, a in invocations if n == "loader"]
 files = {}

@@ -7,7 +7,7 @@
 # the same CSV and key (releases.jsonl and budget.jsonl), and the
 # per-step layout written by `export --follow` (stopped by SIGTERM, exit 0)
 # must hold exactly the replayed records.  A loader pointed at a dead
-# broker must fail (delivery errors are fatal), not exit 0.
+# broker must fail fast with exit 4 and say so, not exit 0 or hang.
 # Needs the broker of scripts/kafka-local.sh; only talks to 127.0.0.1.
 # Usage: bash load_export_kafka.sh /path/to/dpstream
 set -euo pipefail
@@ -92,18 +92,17 @@ for s, d in (("panel/a", "panel%2Fa"), ("panel/b", "panel%2Fb")):
     assert got == want, s
 EOF
 
-# a dead broker: delivery must fail, never a silent exit 0 (the config's
-# librdkafka properties pass through: a 5 s delivery timeout)
-cat > "$WORK/dead.json" <<EOF
-{"topics": {"prefix": "$PREFIX"}, "kafka": {"message.timeout.ms": "5000"},
- "streams": [{"prefix": "panel/", "synthesizer": "window",
-              "config": {"horizon": 6, "k": 2, "categories": 3, "rho": 0.5}}]}
-EOF
+# a dead broker: never a silent exit 0, and no wait for librdkafka's
+# delivery timeout either: the loader asks for the brokers first and stops
+# within its connect timeout, saying whom it could not reach (exit 4)
 set +e
-DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 timeout 120 "$BIN" load "${LOAD_ARGS[@]}" --config "$WORK/dead.json" \
-    > /dev/null 2> "$WORK/dead.err"
+start=$SECONDS
+DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 timeout 120 "$BIN" load "${LOAD_ARGS[@]}" --config "$WORK/config.json" \
+    --connect-timeout-ms 3000 > /dev/null 2> "$WORK/dead.err"
 rc=$?
 set -e
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "load to a dead broker exited $rc"
-grep -q "delivery to .* failed" "$WORK/dead.err" || fail "no delivery error reported: $(cat "$WORK/dead.err")"
+[ $rc -eq 4 ] || fail "load to a dead broker exited $rc: $(cat "$WORK/dead.err")"
+[ $((SECONDS - start)) -lt 20 ] || fail "load to a dead broker took $((SECONDS - start)) s"
+grep -q "cannot reach 127.0.0.1:1 (.*Connection refused" "$WORK/dead.err" \
+    || fail "no 'cannot reach' message: $(cat "$WORK/dead.err")"
 echo "load_export_kafka: ok"

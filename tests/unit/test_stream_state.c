@@ -175,6 +175,7 @@ static void test_progress_roundtrip(void)
     in.partition = 11;
     in.position = 9001;
     in.resume = 8990;
+    in.partition_count = 16;
     dp_buf enc, scratch;
     dp_buf_init(&enc);
     dp_buf_init(&scratch);
@@ -184,10 +185,24 @@ static void test_progress_roundtrip(void)
     CU_ASSERT_EQUAL(out.partition, 11);
     CU_ASSERT_EQUAL(out.position, 9001);
     CU_ASSERT_EQUAL(out.resume, 8990);
+    CU_ASSERT_EQUAL(out.partition_count, 16);
     CU_ASSERT_STRING_EQUAL(out.updates_topic, "t.updates");
+    /* the owner is read from the public fields, as before */
+    const char *topic;
+    size_t topic_len;
+    int32_t part;
+    CU_ASSERT_EQUAL(dp_state_owner(c, enc.data, enc.len, &topic, &topic_len, &part), DP_OK);
+    CU_ASSERT(topic_len == 9 && memcmp(topic, "t.updates", 9) == 0 && part == 11);
     /* truncations are corrupt, not crashes */
     for (size_t n = 0; n < enc.len; n++)
         CU_ASSERT_NOT_EQUAL(dp_state_decode(c, enc.data, n, NULL, &g_mac, &out, &scratch, NULL, 0), DP_OK);
+    /* a "DPP1" record (written before the partition count was kept) still
+     * decodes, its count unknown (0): the same bytes without the last u32 */
+    enc.data[3] = '1';
+    CU_ASSERT_EQUAL(dp_state_decode(c, enc.data, enc.len - 4, NULL, &g_mac, &out, &scratch, NULL, 0), DP_OK);
+    CU_ASSERT_EQUAL(out.partition_count, 0);
+    CU_ASSERT_EQUAL(out.resume, 8990);
+    CU_ASSERT_NOT_EQUAL(dp_state_decode(c, enc.data, enc.len, NULL, &g_mac, &out, &scratch, NULL, 0), DP_OK);
     dp_buf_free(&enc);
     dp_buf_free(&scratch);
     dp_codec_destroy(c);
