@@ -114,8 +114,9 @@ def load_clmfires(rng):
 
 
 def make_stream(work, name, d, n):
-    """Writes the stream's CSV (once) and returns (path, number of points)."""
-    path = os.path.join(work, f"{name}_d{d}.csv")
+    """Writes the stream's CSV (once per length: the drift spans the stream) and
+    returns (path, number of points)."""
+    path = os.path.join(work, f"{name}_d{d}_t{n}.csv")
     seed = {"uniform": 101, "clustered": 202, "drifting": 303, "clmfires": 404}[name] + 1000 * d
     rng = random.Random(seed)
     if name == "clmfires":
@@ -153,7 +154,7 @@ def parse(out):
 
 
 def run_bench(a, path, name, d, eps, key, n, b, extra, log):
-    out_path = os.path.join(a.work, "runs", f"{name}_d{d}_e{eps:g}_k{key}{extra.get('tag', '')}.txt")
+    out_path = os.path.join(a.work, "runs", f"{name}_d{d}_t{a.t_max}_e{eps:g}_k{key}{extra.get('tag', '')}.txt")
     if a.reuse and os.path.exists(out_path):
         with open(out_path) as f:
             text = f.read()
@@ -221,7 +222,7 @@ def t_label(t):
     return f"2^{k}" if 2 ** k == t else str(t)
 
 
-def analyse(a, runs, streams_n, validation, checks, eps_list, keys, meta):
+def analyse(a, runs, streams_n, validation, checks, eps_list, keys):
     md = []
     summary = []
     for d in (2, 1):
@@ -280,13 +281,14 @@ def analyse(a, runs, streams_n, validation, checks, eps_list, keys, meta):
         target = -1.0 / s["d"]
         ok = abs(s["slope"] - target) <= 0.1
         keys_s = f"[{min(s['keys']):.2f}–{max(s['keys']):.2f}]" if s["keys"] else ""
-        out.append(f"| {s['stream']} | {s['d']} | {s['eps']:g} | {int(s['lo'])}–{s['t_end']} | {s['slope']:.3f} {keys_s} "
-                   f"| {target:.2f} | {'PASS' if ok else 'FAIL'} | {s['slope3']:.3f} | {s['c']:.3g} | "
+        out.append(f"| {s['stream']} | {s['d']} | {s['eps']:g} | {int(s['lo'])}–{s['t_end']} | {s['slope']:.3f} "
+                   f"{keys_s} | {target:.2f} | {'PASS' if ok else 'FAIL'} | {s['slope3']:.3f} | {s['c']:.3g} | "
                    f"{s['w_end']:.4f} vs {s['base_end']:.4f} | {s['depth']:.0f}, {s['step_s']:.3f} |")
     d1 = [s for s in summary if s["d"] == 1]
     if d1:
-        out.append("\nd = 1 against its full rate log³(εt)·log^1.5(t)/(εt): slope of log(W1/(log³(εt)·log^1.5 t)) "
-                   "vs log t (target −1) and c₁ = median W1/(log³(εt)·log^1.5(t)/(εt)):\n")
+        out.append("\nd = 1 against its full rate log³(εt)·log^1.5(t)/(εt): slope of "
+                   "log(W1/(log³(εt)·log^1.5 t)) vs log t (target −1) and "
+                   "c₁ = median W1/(log³(εt)·log^1.5(t)/(εt)):\n")
         out.append("| stream | ε | slope | pass ±0.1 | c₁ |")
         out.append("|---|---|---|---|---|")
         for s in d1:
@@ -389,15 +391,15 @@ def main():
                       (f"t={last['t']} W1={last['w1']:.4f} ({last['method']}) uniform={last['w1_uniform']:.4f} "
                        f"{dt:.1f}s" if last else "no output"), flush=True)
     validation = []
-    if not a.no_validate:   # single evaluations on a grid twice as fine, against the sweep's values
+    if not a.no_validate:   # the same releases (same steps, same keys) on a grid twice as fine
         eps = 1.0 if 1.0 in eps_list else eps_list[0]
         for name, t in (("uniform", a.t_max // 4), ("uniform", a.t_max), ("clustered", a.t_max)):
             if name not in a.streams2 or t > streams_n[(name, 2)] or t <= a.exact_max:
                 continue
-            path = os.path.join(a.work, f"{name}_d2.csv")
+            path = os.path.join(a.work, f"{name}_d2_t{a.t_max}.csv")
             G = 2 * a.grid
             rows, dt = run_bench(a, path, name, 2, eps, 1, t, max(1, streams_n[(name, 2)] // 128),
-                                 {"tag": f"_grid{G}_t{t}", "args": ["--eval-min", str(t), "--grid", str(G),
+                                 {"tag": f"_grid{G}_t{t}", "args": ["--eval-from", str(t), "--grid", str(G),
                                                                    "--grid-min", str(G), "--baseline", "0"]}, log)
             run_s.append(dt)
             ref = [r for r in runs[(name, 2, eps, 1)] if r["t"] == t]
@@ -413,7 +415,7 @@ def main():
             for r in runs[k]:
                 f.write(" ".join(str(r[x]) for x in FIELDS) + "\n")
     load1 = os.getloadavg()
-    md, summ, chk, _ = analyse(a, runs, streams_n, validation, checks, eps_list, keys, None)
+    md, summ, chk, _ = analyse(a, runs, streams_n, validation, checks, eps_list, keys)
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = []
