@@ -62,7 +62,7 @@
  * would reveal which cells got points).  Memory ~48 bytes per cell, 2^(depth+1)
  * cells ~ 2·ε·t: about 100·ε·t bytes (plus 16 bytes per point of history
  * for d = 1); time per step O(cells) noise draws plus O(t) output points. */
-#include "synth/hypercube.h"
+#include "synth/hypercube_release.h"
 #include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
 
 #include "core/counter_sparse_cell.h"
@@ -74,98 +74,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_REL_MAGIC 0x4c455248u   /* "HREL" */
 #define NAME "hypercube"
 #define UNIT_BITS 20
-#define MAX_LEVEL 62u
 #define ID_BITS 34
 
-typedef struct hc_history {   /* d = 1: every counter step's points by finest cell */
-    uint64_t  steps, cap_steps;
-    uint64_t *t;               /* t after the step */
-    uint64_t *off;             /* cells of step s: [off[s], off[s+1]) (off has steps+1 entries) */
-    uint64_t  cells, cap_cells;
-    uint64_t *keys;
-    int64_t  *counts;
-} hc_history;
-
-typedef struct hc_release {
-    dp_hypercube_config cfg;
-    const dp_key       *key;
-    char               *stream_id;
-    size_t              stream_id_len;
-    /* schedule */
-    double              alpha, C1;
-    dp_isc_level       *lv;          /* [(D+1) · (MAX_LEVEL+1)], prepared on first use */
-    uint8_t            *lv_ready;
-    /* state */
-    uint64_t            done;        /* steps closed */
-    uint64_t            t;           /* points so far */
-    uint64_t            cstep;       /* counter steps (steps with points) */
-    unsigned            level;       /* level(t) at the last counter step */
-    unsigned            depth;       /* cells exist at depths 1..depth */
-    dp_isc_cell        *cells[DP_HYPERCUBE_MAX_DEPTH + 1];
-    uint64_t           *prev;        /* last release's points per cell at prev_depth */
-    unsigned            prev_depth;
-    hc_history          hist;
-    dp_ledger           ledger;      /* the last step's */
-    /* last release */
-    uint64_t            released;
-    int                 clamped;
-    int                 broken;      /* a step failed half-way: fail closed */
-    double              eps_step;
-    /* scratch */
-    uint64_t           *m, *m_next;  /* consistent counts of one depth */
-    double             *weights;
-    uint64_t           *cut;
-    uint64_t            n_records;
-    double              point_buf[DP_PARTITION_MAX_DIM];
-} hc_release;
-
-/* --- the schedule ------------------------------------------------------------------------ */
-
-/* t_j = ceil(2^j/ε); UINT64_MAX past 2^62. */
-static uint64_t level_start(const hc_release *m, unsigned j)
-{
-    double v = ceil(ldexp(1.0, (int)j) / m->cfg.epsilon);
-    return v < 4.6e18 ? (uint64_t)(v < 1 ? 1 : v) : UINT64_MAX;
-}
-
-static unsigned level_of(const hc_release *m, uint64_t t)
-{
-    unsigned r = 0;
-    while (r < MAX_LEVEL + 1 && level_start(m, r + 1) <= t)
-        r++;
-    return r;
-}
-
-/* Counter steps level r can hold, at most (distinct t in it). */
-static uint64_t level_horizon(const hc_release *m, unsigned r)
-{
-    uint64_t lo = r == 0 ? 1 : level_start(m, r), hi = level_start(m, r + 1);
-    return hi > lo ? hi - lo : 0;
-}
-
-static double eps_jr(const hc_release *m, unsigned j, unsigned r) { return dp_hypercube_eps(&m->cfg, j, r); }
+/* The level schedule, the scratch arrays and the d = 1 history are in
+ * hypercube_state.c; snapshots in hypercube_snapshot.c. */
 
 static double eps_step(const hc_release *m, unsigned r) { return dp_hypercube_eps_point(&m->cfg, r); }
-
-static int level_params(hc_release *m, unsigned j, unsigned r, const dp_isc_level **out, char *errstr,
-                        size_t errstr_size)
-{
-    if (r > MAX_LEVEL || j > m->cfg.max_depth)
-        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": level %u beyond %u", r, MAX_LEVEL);
-    size_t i = (size_t)j * (MAX_LEVEL + 1) + r;
-    if (!m->lv_ready[i]) {
-        char why[160] = "";
-        int rc = dp_isc_level_prepare(&m->lv[i], eps_jr(m, j, r), level_horizon(m, r), why, sizeof why);
-        if (rc != DP_OK)
-            return dp_err(errstr, errstr_size, rc, NAME ": depth %u level %u: %s", j, r, why);
-        m->lv_ready[i] = 1;
-    }
-    *out = &m->lv[i];
-    return DP_OK;
-}
 
 /* --- lifecycle ----------------------------------------------------------------------------- */
 
@@ -211,8 +127,6 @@ static uint64_t step_units(const hc_release *m, unsigned r)
     return (uint64_t)ceil(eps_step(m, r) / m->cfg.epsilon * (double)((uint64_t)1 << UNIT_BITS));
 }
 
-static int grow_scratch(hc_release *m, unsigned depth);
-
 static int hc_release_create(dp_release_half **out, const json_t *config, const dp_synth_env *env, char *errstr,
                              size_t errstr_size)
 {
@@ -229,7 +143,7 @@ static int hc_release_create(dp_release_half **out, const json_t *config, const 
     m->stream_id_len = env->stream_id ? env->stream_id_len : 0;
     size_t nl = (size_t)(m->cfg.max_depth + 1) * (MAX_LEVEL + 1);
     if (!(m->stream_id = malloc(m->stream_id_len + 1)) || !(m->lv = calloc(nl, sizeof *m->lv)) ||
-        !(m->lv_ready = calloc(nl, 1)) || !(m->prev = calloc(1, sizeof *m->prev)) || grow_scratch(m, 0) != DP_OK) {
+        !(m->lv_ready = calloc(nl, 1)) || !(m->prev = calloc(1, sizeof *m->prev)) || hc_grow_scratch(m, 0) != DP_OK) {
         hc_release_destroy((dp_release_half *)m);
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     }
@@ -256,7 +170,7 @@ static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, co
                        const int64_t *counts, size_t n, char *errstr, size_t errstr_size)
 {
     const dp_isc_level *lv;
-    int rc = level_params(m, j, r, &lv, errstr, errstr_size);
+    int rc = hc_level_params(m, j, r, &lv, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     char qlabel[48];
@@ -284,7 +198,7 @@ static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, co
 static int fold_depth(hc_release *m, unsigned j, unsigned r, char *errstr, size_t errstr_size)
 {
     const dp_isc_level *lv;
-    int rc = level_params(m, j, r, &lv, errstr, errstr_size);
+    int rc = hc_level_params(m, j, r, &lv, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     char label[48];
@@ -298,43 +212,6 @@ static int fold_depth(hc_release *m, unsigned j, unsigned r, char *errstr, size_
     return rc == DP_OK ? DP_OK : dp_err(errstr, errstr_size, rc, NAME ": folding level %u at depth %u", r, j);
 }
 
-static int history_append(hc_history *h, uint64_t t, const dp_stats *st)
-{
-    if (h->steps + 1 >= h->cap_steps) {
-        uint64_t cap = h->cap_steps ? h->cap_steps * 2 : 64;
-        uint64_t *a = realloc(h->t, cap * sizeof *a);
-        if (!a)
-            return DP_ENOMEM;
-        h->t = a;
-        if (!(a = realloc(h->off, (cap + 1) * sizeof *a)))
-            return DP_ENOMEM;
-        h->off = a;
-        h->cap_steps = cap;
-    }
-    if (h->cells + st->n_cells > h->cap_cells) {
-        uint64_t cap = h->cap_cells ? h->cap_cells : 256;
-        while (cap < h->cells + st->n_cells)
-            cap *= 2;
-        uint64_t *k = realloc(h->keys, cap * sizeof *k);
-        if (!k)
-            return DP_ENOMEM;
-        h->keys = k;
-        int64_t *c = realloc(h->counts, cap * sizeof *c);
-        if (!c)
-            return DP_ENOMEM;
-        h->counts = c;
-        h->cap_cells = cap;
-    }
-    if (h->steps == 0)
-        h->off[0] = 0;
-    memcpy(h->keys + h->cells, st->keys, st->n_cells * sizeof *h->keys);
-    memcpy(h->counts + h->cells, st->counts, st->n_cells * sizeof *h->counts);
-    h->cells += st->n_cells;
-    h->t[h->steps++] = t;
-    h->off[h->steps] = h->cells;
-    return DP_OK;
-}
-
 /* d = 1: the new depth-j cells replay counter steps 1..steps of the history
  * (r₀ = 0), folding where levels ended, as if they had run from step 1. */
 static int replay_depth(hc_release *m, unsigned j, unsigned r_now, char *errstr, size_t errstr_size)
@@ -342,9 +219,9 @@ static int replay_depth(hc_release *m, unsigned j, unsigned r_now, char *errstr,
     const hc_history *h = &m->hist;
     int rc = DP_OK;
     for (uint64_t s = 0; s < h->steps && rc == DP_OK; s++) {
-        unsigned r = level_of(m, h->t[s]);
+        unsigned r = hc_level_of(m, h->t[s]);
         if (s > 0) {
-            unsigned prev = level_of(m, h->t[s - 1]);
+            unsigned prev = hc_level_of(m, h->t[s - 1]);
             if (r != prev && (rc = fold_depth(m, j, prev, errstr, errstr_size)) != DP_OK)
                 break;
         }
@@ -352,36 +229,16 @@ static int replay_depth(hc_release *m, unsigned j, unsigned r_now, char *errstr,
                          (size_t)(h->off[s + 1] - h->off[s]), errstr, errstr_size);
     }
     /* the level of the last stored step may have ended with it */
-    if (rc == DP_OK && h->steps && level_of(m, h->t[h->steps - 1]) != r_now)
-        rc = fold_depth(m, j, level_of(m, h->t[h->steps - 1]), errstr, errstr_size);
+    if (rc == DP_OK && h->steps && hc_level_of(m, h->t[h->steps - 1]) != r_now)
+        rc = fold_depth(m, j, hc_level_of(m, h->t[h->steps - 1]), errstr, errstr_size);
     return rc;
-}
-
-static int grow_scratch(hc_release *m, unsigned depth)
-{
-    size_t n = (size_t)1 << depth;
-    uint64_t *a = realloc(m->m, n * sizeof *a), *b;
-    if (!a)
-        return DP_ENOMEM;
-    m->m = a;
-    if (!(b = realloc(m->m_next, n * sizeof *b)))
-        return DP_ENOMEM;
-    m->m_next = b;
-    double *w = realloc(m->weights, n * sizeof *w);
-    if (!w)
-        return DP_ENOMEM;
-    m->weights = w;
-    if (!(a = realloc(m->cut, n * sizeof *a)))
-        return DP_ENOMEM;
-    m->cut = a;
-    return DP_OK;
 }
 
 /* The step's counting: advance the level (fold, new cells), then one
  * counter step of every cell. */
 static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t errstr_size)
 {
-    unsigned r = level_of(m, m->t);
+    unsigned r = hc_level_of(m, m->t);
     if (r > MAX_LEVEL)
         return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": t = %llu is past the last level",
                       (unsigned long long)m->t);
@@ -390,7 +247,7 @@ static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t er
         for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
             rc = fold_depth(m, j, m->level, errstr, errstr_size);
     unsigned depth = r < m->cfg.max_depth ? r : m->cfg.max_depth;
-    if (rc == DP_OK && depth > m->depth && (rc = grow_scratch(m, depth)) != DP_OK)
+    if (rc == DP_OK && depth > m->depth && (rc = hc_grow_scratch(m, depth)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": out of memory for depth %u", depth);
     for (unsigned j = m->depth + 1; j <= depth && rc == DP_OK; j++) {
         if (!(m->cells[j] = calloc((size_t)1 << j, sizeof *m->cells[j])))
@@ -404,7 +261,7 @@ static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t er
     m->cstep++;
     for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
         rc = count_depth(m, j, r, m->cstep, st->keys, st->counts, st->n_cells, errstr, errstr_size);
-    if (rc == DP_OK && m->cfg.box.d == 1 && (rc = history_append(&m->hist, m->t, st)) != DP_OK)
+    if (rc == DP_OK && m->cfg.box.d == 1 && (rc = hc_history_append(&m->hist, m->t, st)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": out of memory for the history");
     return rc;
 }
@@ -593,7 +450,7 @@ static int hc_release_step(dp_release_half *rel, uint64_t step, const dp_stats *
         if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
             return rc;
         m->t += (uint64_t)n;
-        unsigned r = level_of(m, m->t);
+        unsigned r = hc_level_of(m, m->t);
         uint64_t units = step_units(m, r);
         m->eps_step = eps_step(m, r);
         if (units && (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/sparse_counting", units, errstr,
@@ -620,144 +477,6 @@ static int hc_release_exhausted(const dp_release_half *rel) { return ((const hc_
 static const dp_ledger *hc_release_ledger(const dp_release_half *rel) { return &((const hc_release *)rel)->ledger; }
 
 static uint64_t hc_next_step(const dp_release_half *rel) { return ((const hc_release *)rel)->done + 1; }
-
-/* --- snapshots ---------------------------------------------------------------------------- */
-
-static int hc_release_save(const dp_release_half *rel, dp_buf *b)
-{
-    const hc_release *m = (const hc_release *)rel;
-    const dp_hypercube_config *c = &m->cfg;
-    dp_buf_put_u32(b, HC_REL_MAGIC);
-    dp_buf_put_u32(b, c->box.d);
-    dp_buf_put_u32(b, c->max_depth);
-    dp_buf_put_u64(b, c->points_per_step);
-    dp_buf_put_u8(b, (uint8_t)c->delta_output);
-    dp_buf_put_f64(b, c->epsilon);
-    dp_buf_put_u64(b, m->done);
-    dp_buf_put_u64(b, m->t);
-    dp_buf_put_u64(b, m->cstep);
-    dp_buf_put_u32(b, m->level);
-    dp_buf_put_u32(b, m->depth);
-    dp_buf_put_u32(b, m->prev_depth);
-    dp_buf_put_f64(b, m->eps_step);
-    dp_buf_put_u8(b, (uint8_t)m->clamped);
-    int rc = dp_long_ledger_save(&m->ledger, b);
-    for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
-        for (uint64_t p = 0; p < ((uint64_t)1 << j); p++)
-            dp_isc_save(&m->cells[j][p], b);
-    for (uint64_t p = 0; p < ((uint64_t)1 << m->prev_depth) && rc == DP_OK; p++)
-        dp_buf_put_u64(b, m->prev[p]);
-    const hc_history *h = &m->hist;
-    dp_buf_put_u64(b, h->steps);
-    for (uint64_t s = 0; s < h->steps; s++) {
-        dp_buf_put_u64(b, h->t[s]);
-        dp_buf_put_u64(b, h->off[s + 1] - h->off[s]);
-        for (uint64_t i = h->off[s]; i < h->off[s + 1]; i++) {
-            dp_buf_put_u64(b, h->keys[i]);
-            dp_buf_put_i64(b, h->counts[i]);
-        }
-    }
-    return rc == DP_OK ? dp_buf_status(b) : rc;
-}
-
-static int load_history(hc_release *m, dp_reader *r)
-{
-    uint64_t steps = dp_reader_u64(r);
-    if (dp_reader_status(r) != DP_OK || steps != (m->cfg.box.d == 1 ? m->cstep : 0) ||
-        steps > (r->len - r->off) / 16)
-        return DP_ECORRUPT;
-    uint64_t last_t = 0;
-    dp_stats st;
-    dp_stats_init(&st, 0);
-    int rc = DP_OK;
-    for (uint64_t s = 0; s < steps && rc == DP_OK; s++) {
-        uint64_t t = dp_reader_u64(r), n = dp_reader_u64(r);
-        if (dp_reader_status(r) != DP_OK || t <= last_t || t > m->t || n > t - last_t || n > (r->len - r->off) / 16) {
-            rc = DP_ECORRUPT;
-            break;
-        }
-        dp_stats_clear(&st, 0);
-        uint64_t prev_key = 0;
-        int64_t sum = 0;
-        for (uint64_t i = 0; i < n && rc == DP_OK; i++) {
-            uint64_t k = dp_reader_u64(r);
-            int64_t c = dp_reader_i64(r);
-            if (dp_reader_status(r) != DP_OK || k >> m->cfg.max_depth || (i && k <= prev_key) || c <= 0 ||
-                (uint64_t)c > t - last_t)
-                rc = DP_ECORRUPT;
-            else
-                rc = dp_stats_add(&st, k, c);
-            prev_key = k;
-            sum += c;
-        }
-        if (rc == DP_OK && (uint64_t)sum != t - last_t)
-            rc = DP_ECORRUPT;
-        if (rc == DP_OK && (rc = dp_stats_finish(&st)) == DP_OK)
-            rc = history_append(&m->hist, t, &st);
-        last_t = t;
-    }
-    dp_stats_free(&st);
-    if (rc == DP_OK && steps && last_t != m->t)
-        rc = DP_ECORRUPT;
-    return rc;
-}
-
-static int hc_release_load(dp_release_half *rel, dp_reader *r)
-{
-    hc_release *m = (hc_release *)rel;
-    const dp_hypercube_config *c = &m->cfg;
-    if (dp_reader_u32(r) != HC_REL_MAGIC || dp_reader_u32(r) != c->box.d || dp_reader_u32(r) != c->max_depth ||
-        dp_reader_u64(r) != c->points_per_step || dp_reader_u8(r) != (uint8_t)c->delta_output ||
-        dp_reader_f64(r) != c->epsilon)
-        return DP_ECORRUPT;
-    m->done = dp_reader_u64(r);
-    m->t = dp_reader_u64(r);
-    m->cstep = dp_reader_u64(r);
-    m->level = dp_reader_u32(r);
-    unsigned depth = dp_reader_u32(r), prev_depth = dp_reader_u32(r);
-    m->eps_step = dp_reader_f64(r);
-    m->clamped = dp_reader_u8(r) != 0;
-    if (dp_reader_status(r) != DP_OK || m->cstep > m->done || m->cstep > m->t ||
-        (m->cstep && m->level != level_of(m, m->t)) || (!m->cstep && (m->t || m->level)) ||
-        depth != (m->level < c->max_depth ? m->level : c->max_depth) || prev_depth != (m->done ? depth : 0))
-        return DP_ECORRUPT;
-    if (dp_long_ledger_load(&m->ledger, r) != DP_OK)
-        return DP_ECORRUPT;
-    if (grow_scratch(m, depth) != DP_OK)
-        return DP_ENOMEM;
-    for (unsigned j = 1; j <= depth; j++) {
-        const dp_isc_level *lv;
-        char why[160];
-        if (level_params(m, j, m->level, &lv, why, sizeof why) != DP_OK)
-            return DP_ECORRUPT;
-        uint64_t cells = (uint64_t)1 << j;
-        if (cells > (r->len - r->off) / 29 + 1 || !(m->cells[j] = calloc(cells, sizeof *m->cells[j])))
-            return DP_ECORRUPT;
-        m->depth = j;
-        for (uint64_t p = 0; p < cells; p++) {
-            dp_isc_keys k = {m->key, m->stream_id, m->stream_id_len, NAME, j, p};
-            if (dp_isc_load(&m->cells[j][p], lv, m->level, &k, r) != DP_OK)
-                return DP_ECORRUPT;
-        }
-    }
-    uint64_t pc = (uint64_t)1 << prev_depth, total = 0;
-    uint64_t *p = realloc(m->prev, pc * sizeof *p);
-    if (!p)
-        return DP_ENOMEM;
-    m->prev = p;
-    m->prev_depth = prev_depth;
-    for (uint64_t i = 0; i < pc; i++) {
-        m->prev[i] = dp_reader_u64(r);
-        if (m->prev[i] > m->t - total)
-            return DP_ECORRUPT;
-        total += m->prev[i];
-    }
-    m->released = total;
-    if (dp_reader_status(r) != DP_OK || total != (m->t > c->max_release_points ? c->max_release_points : m->t))
-        return DP_ECORRUPT;
-    int rc = load_history(m, r);
-    return rc != DP_OK ? rc : dp_reader_status(r);
-}
 
 int dp_hypercube_counts(const dp_release_half *rel, unsigned j, int64_t *out, uint64_t n)
 {
@@ -789,7 +508,7 @@ static int hc_release_describe(const dp_release_half *rel, dp_synth_plan *out)
                       "rising with the level towards series_sum <= epsilon and never past it; a step without points "
                       "spends nothing; the horizon is infinite";
     dp_plan_kv(out->spend, &out->n_spend, "series_sum", c->box.d == 1 ? eps_step(m, 0) : c->epsilon);
-    dp_plan_kv(out->spend, &out->n_spend, "level_1_at_t", (double)level_start(m, 1));
+    dp_plan_kv(out->spend, &out->n_spend, "level_1_at_t", (double)hc_level_start(m, 1));
     dp_plan_kv(out->noise, &out->n_noise, "C1", m->C1);
     dp_plan_kv(out->noise, &out->n_noise, "alpha", m->alpha);
     dp_plan_kv(out->noise, &out->n_noise, "dims", (double)c->box.d);
