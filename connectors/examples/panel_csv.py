@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""panel_csv.py — `dpstream gen-panel` update JSON lines (stdin) -> the
+r"""panel_csv.py — `dpstream gen-panel` update JSON lines (stdin) -> the
 README's example panel.csv (stdout): one row per person and year,
 columns year,person,status with status as a label, the shape of a survey
 extract a user would start from.
 
-    dpstream gen-panel --n 300 --steps 6 --categories 2 --stay 0.9 \\
-        --seed-hex 0101010101010101010101010101010101010101010101010101010101010101 \\
+    dpstream gen-panel --n 300 --steps 6 --categories 2 --stay 0.9 \
+        --seed-hex 0101010101010101010101010101010101010101010101010101010101010101 \
       | python3 connectors/examples/panel_csv.py > connectors/examples/panel.csv
 
 tests/cli/readme_walk.sh regenerates it this way and compares it with the
