@@ -297,10 +297,10 @@ static const dp_state_piece *latest_value(void *ctx, const void *key, size_t key
  * assembled from the values under its chunk keys (state_record.h; stale
  * chunks of an older snapshot under those keys are ignored there). */
 static int restore_decode(proc *p, dp_bytes_map *latest, const char *key, size_t key_len, const restore_val *v,
-                          dp_state_record *r, dp_buf *scratch, char *err, size_t errn)
+                          dp_state_record *r, dp_buf *scratch, dp_buf *digests, char *err, size_t errn)
 {
     return dp_state_decode_newest(p->codec, key, key_len, v, latest_value, latest, latest->count, p->o->state_key,
-                                  p->o->noise_key, r, scratch, err, errn);
+                                  p->o->noise_key, r, scratch, digests, err, errn);
 }
 
 /* Restore the streams of the partitions in `l` (marked assigned) and set
@@ -321,8 +321,9 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     int rc = read_state_topic(p, &latest, l);
     if (rc == DP_OK && p->fatal)
         rc = DP_EINVAL;   /* a refused record (read_state_topic says which) */
-    dp_buf scratch;
+    dp_buf scratch, digests;
     dp_buf_init(&scratch);
+    dp_buf_init(&digests);
     size_t topic_len = strlen(p->cfg->topic_updates);
     int64_t *resume = calloc((size_t)l->cnt, sizeof *resume);
     if (!resume)
@@ -336,8 +337,8 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
             continue;   /* chunks i > 0 are gathered through their chunk 0 */
         dp_state_record r;
         char err[512];
-        rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, err,
-                            sizeof err);
+        rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, &digests,
+                            err, sizeof err);
         if (rc != DP_OK) {
             ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
             p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
@@ -408,6 +409,11 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         dp_gate_init(&s->gate, s->synth, &route->gate);
         s->step_opened_ms = ps_now_ms();   /* the step timer restarts with the instance */
         s->skip_below = r.skip_below;
+        /* what its snapshot left on the topic: the next one builds on it */
+        dp_buf tmp = s->cas_digests;
+        s->cas_digests = digests;
+        digests = tmp;
+        s->index_chunks = r.chunk_count;
         dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
         if (!slot) {
             ps_stream_free(s);
@@ -448,6 +454,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     if (scratch.data)
         sodium_memzero(scratch.data, scratch.cap);
     dp_buf_free(&scratch);
+    dp_buf_free(&digests);
     dp_bytes_map_filter(&latest, keep_none, free_restore_val, NULL);
     dp_bytes_map_free(&latest);
     return rc;
