@@ -197,11 +197,11 @@ static int encode_chunk(const dp_cas_stream *st, const dp_key *state_key, const 
 
 int dp_cas_write(const dp_cas_stream *st, const uint8_t *state, size_t state_len, size_t max_bytes,
                  const dp_key *state_key, const dp_key *mac_key, const uint8_t *known, size_t n_known,
-                 dp_buf *manifest, dp_buf *digests, dp_cas_emit_fn emit, void *ctx, size_t *written,
+                 dp_buf *manifest, dp_buf *digests, dp_cas_emit_fn emit, void *ctx, size_t *n_written, size_t *written,
                  char *errstr, size_t errstr_size)
 {
     const dp_key *dk = state_key ? state_key : mac_key;
-    *written = 0;
+    *written = *n_written = 0;
     manifest->len = 0;
     digests->len = 0;
     if (!dk)
@@ -259,6 +259,7 @@ int dp_cas_write(const dp_cas_stream *st, const uint8_t *state, size_t state_len
             break;
         rc = emit(ctx, key.data, key.len, rec.data, rec.len);
         *written += key.len + rec.len;
+        ++*n_written;
     }
     free(order);
     free(sent);

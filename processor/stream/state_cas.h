@@ -94,10 +94,11 @@ typedef int (*dp_cas_emit_fn)(void *ctx, const uint8_t *key, size_t key_len, con
  * unique digests of the stream's last committed manifest; n_known of
  * them), and build the manifest into *manifest (cleared).  *digests
  * (cleared) receives the new manifest's digests, sorted and unique — the
- * `known` of the next call.  *written gets the emitted records' bytes. */
+ * `known` of the next call.  *n_written and *written get the number of
+ * chunk records emitted and their bytes (keys and values). */
 int dp_cas_write(const dp_cas_stream *st, const uint8_t *state, size_t state_len, size_t max_bytes,
                  const dp_key *state_key, const dp_key *mac_key, const uint8_t *known, size_t n_known,
-                 dp_buf *manifest, dp_buf *digests, dp_cas_emit_fn emit, void *ctx, size_t *written,
+                 dp_buf *manifest, dp_buf *digests, dp_cas_emit_fn emit, void *ctx, size_t *n_written, size_t *written,
                  char *errstr, size_t errstr_size);
 
 /* Emit a tombstone for every digest of old (sorted, unique) not in new. */

@@ -207,11 +207,11 @@ static size_t write_snapshot(writer *w, const dp_buf *state, uint64_t open_step)
     dp_buf_init(&manifest);
     dp_buf_init(&digests);
     dp_buf_init(&enc);
-    size_t written = 0, before = w->t->chunk_bytes;
+    size_t written = 0, n_written = 0, before = w->t->chunk_bytes;
     char err[256];
     CU_ASSERT_EQUAL_FATAL(dp_cas_write(&cs, state->data, state->len, w->chunk_bytes, w->state_key, &g_mac,
                                        w->known.data, w->known.len / DP_CAS_DIGEST_BYTES, &manifest, &digests,
-                                       emit_cas, w->t, &written, err, sizeof err),
+                                       emit_cas, w->t, &n_written, &written, err, sizeof err),
                           DP_OK);
     dp_state_record r = {.kind = DP_STATE_SNAPSHOT, .updates_topic = "t.updates", .updates_topic_len = 9,
                          .partition = 1, .stream_id = "win/a", .stream_id_len = 5, .skip_below = 10,
