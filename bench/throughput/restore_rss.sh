@@ -9,7 +9,9 @@
 #              partitions from the state topic: its peak RSS (VmHWM) by the
 #              time the restore is done, and its RSS right after.
 # The difference peak - after is what the restore holds on top of the
-# restored state.  Prints one RESULT line.  Not a test: numbers depend on
+# restored state; the restore's time is from the start of the second
+# instance to its "restored" line (group join included).  Prints one
+# RESULT line.  Not a test: numbers depend on
 # the machine.  Topics have a unique prefix; they are left on the broker
 # (delete with kafka-topics if space matters).
 # Usage: bash restore_rss.sh path/to/dpstream [N] [P] [T]
@@ -67,10 +69,12 @@ run "$WORK/a.err" "released step $T of stream" "$P"
 sleep 1
 steady=$(kb "$PID" VmRSS) steady_hwm=$(kb "$PID" VmHWM)
 stop
+t0=$(date +%s.%N)
 run "$WORK/b.err" "restored $P stream(s)" 1
+secs=$(echo "$(date +%s.%N) - $t0" | bc)
 peak=$(kb "$PID" VmHWM) after=$(kb "$PID" VmRSS)
 stop
 grep -q "restored $P stream(s)" "$WORK/b.err" || { echo "the second instance did not restore $P streams" >&2; exit 1; }
 echo "RESULT restore RSS: P=$P streams of N=$N (window k=3), T=$T: steady RSS $((steady / 1024)) MB" \
      "(peak while running $((steady_hwm / 1024)) MB); restore: peak $((peak / 1024)) MB, after $((after / 1024)) MB," \
-     "peak - after $(((peak - after) / 1024)) MB"
+     "peak - after $(((peak - after) / 1024)) MB; start to restored $(printf %.1f "$secs") s"
