@@ -53,6 +53,7 @@ rm "$WORK/input.jsonl"
 
 kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 run() {   # $1 = log file; waits for the grep pattern $2 to appear $3 times
+    : > "$1"
     "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id rss --idle-timeout-ms 0 \
         --log-level info 2> "$1" > /dev/null &
     PID=$!
