@@ -395,6 +395,7 @@ static void test_format1_restores(void)
     dp_buf_free(&st);
     dp_buf_free(&enc);
     dp_buf_free(&got);
+    dp_buf_free(&w.known);
     topic_free(t);
     free(t);
     dp_codec_destroy(c);
