@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "connectors/panel/panel_gen.h"
+#include "state_disk.h"
 #include "codec/codec.h"
 #include "core/buf.h"
 #include "core/dp_error.h"
@@ -856,6 +857,7 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     pc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     tc1 = cpu_s(tclock);
     mc1 = machine_busy_s();
+    int64_t disk1 = bench_topic_disk_bytes(bench_broker_data_dir(), cfg->topic_state);
     printf("end to end: step 1 released %.2f s after the processor started\n", (double)(e_step1 - e0) / 1e6);
     fflush(stdout);
     if ((rc = watcher_wait(&w, 0, o->steps, &pt, deadline, 10, &e_end, errstr, errn)) != DP_OK)
@@ -863,6 +865,7 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     pc2 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     tc2 = cpu_s(tclock);   /* before the join: the clock dies with the thread */
     mc2 = machine_busy_s();
+    int64_t disk2 = bench_topic_disk_bytes(bench_broker_data_dir(), cfg->topic_state);
     double tot_s = (double)(e_end - e0) / 1e6, steady_s = (double)(e_end - e_step1) / 1e6;
     if ((rc = proc_stop(&pt, errstr, errn)) != DP_OK)
         goto out;
@@ -895,6 +898,18 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
            o->n, o->steps, o->n * o->steps, ra, rb, rb / ra,
            ((double)total / tot_s) / ((double)raw.msgs / raw.total_s), rca, rcb, rcb / rca,
            (mc2 - mc1) / raw.steady_machine);
+    /* The state topic's log segments on the broker's disk: after step 1
+     * (its full snapshot; what of step 2 was already appended, uncommitted,
+     * counts there, so the steady figure may be low by up to a step's
+     * bytes / (T-1)) and after step T. */
+    if (disk1 >= 0 && disk2 >= 0 && o->steps > 1)
+        printf("RESULT state topic on disk: %.2f MB after step 1, %.2f MB after step %" PRIu64 ": %.3f MB per steady "
+               "step (steps 2..T), %.3f MB per step over all\n",
+               (double)disk1 / 1e6, (double)disk2 / 1e6, o->steps, (double)(disk2 - disk1) / 1e6 / (double)(o->steps - 1),
+               (double)disk2 / 1e6 / (double)o->steps);
+    else
+        printf("state topic on disk: unknown (no partition of %s under %s)\n", cfg->topic_state,
+               bench_broker_data_dir());
     fflush(stdout);
     *e2e_rate = rb;
     if (released != o->steps || dlq != 0) {

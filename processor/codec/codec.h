@@ -145,13 +145,16 @@ typedef struct dp_codec_dead_letter {
 } dp_codec_dead_letter;
 
 #define DP_CODEC_SNAPSHOT_VERSION 1
+/* Format 2: the state bytes are a chunk manifest (stream/state_cas.h);
+ * everything else as version 1.  Readers of version 1 only refuse it. */
+#define DP_CODEC_SNAPSHOT_VERSION_CAS 2
 #define DP_CODEC_NONCE_BYTES 24
 
 /* One Snapshot chunk (see schemas/Snapshot.avsc for the chunking and
  * encryption conventions; this codec only checks their consistency:
  * chunk_index < chunk_count, nonce present iff encrypted). */
 typedef struct dp_codec_snapshot {
-    uint32_t       schema_version;               /* DP_CODEC_SNAPSHOT_VERSION */
+    uint32_t       schema_version;               /* DP_CODEC_SNAPSHOT_VERSION or _CAS */
     const char    *stream_id;
     size_t         stream_id_len;
     uint64_t       last_closed_step;             /* 0: none closed yet */

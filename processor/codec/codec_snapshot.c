@@ -10,9 +10,9 @@
 
 static int fill_snapshot(dp_codec *c, const dp_codec_snapshot *s, char *errstr, size_t errstr_size)
 {
-    if (s->schema_version != DP_CODEC_SNAPSHOT_VERSION)
-        return dp_err(errstr, errstr_size, DP_EINVAL, "Snapshot: version %u, this codec writes %d",
-                      s->schema_version, DP_CODEC_SNAPSHOT_VERSION);
+    if (s->schema_version != DP_CODEC_SNAPSHOT_VERSION && s->schema_version != DP_CODEC_SNAPSHOT_VERSION_CAS)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "Snapshot: version %u, this codec writes %d and %d",
+                      s->schema_version, DP_CODEC_SNAPSHOT_VERSION, DP_CODEC_SNAPSHOT_VERSION_CAS);
     if (s->last_closed_step > (uint64_t)INT64_MAX || s->input_partition < 0 || s->input_offset < 0)
         return dp_err(errstr, errstr_size, DP_EINVAL, "Snapshot: step, partition or offset out of range");
     if (s->chunk_count < 1 || s->chunk_count > (uint32_t)INT32_MAX || s->chunk_index >= s->chunk_count)
@@ -93,7 +93,7 @@ int dp_codec_decode_snapshot(dp_codec *c, const void *data, size_t len, dp_codec
     if (avro_value_get_int(&f[SNAP_VERSION], &version) != 0)
         return dpc_avro_fail(errstr, errstr_size, "Snapshot");
     /* Refuse unknown versions before trusting anything else in the record. */
-    if (version != DP_CODEC_SNAPSHOT_VERSION)
+    if (version != DP_CODEC_SNAPSHOT_VERSION && version != DP_CODEC_SNAPSHOT_VERSION_CAS)
         return dp_err(errstr, errstr_size, DP_EINVAL, "Snapshot: unsupported schema version %d",
                       (int)version);
     if (avro_value_get_long(&f[SNAP_STEP], &step) != 0 ||

@@ -429,7 +429,7 @@ static const char SCHEMA_SNAPSHOT[] =
     "    {\n"
     "      \"name\": \"schema_version\",\n"
     "      \"type\": \"int\",\n"
-    "      \"doc\": \"Layout version of this record and of the state bytes; this schema is version 1. Readers refuse versions they do not know.\"\n"
+    "      \"doc\": \"Layout version of this record and of the state bytes. Version 1: state holds (a piece of) the synthesizer state. Version 2 (incremental snapshots): state holds (a piece of) a chunk manifest listing, by keyed digest, content-addressed chunk records stored under stream id, 0xFF, digest (32 bytes) on the same topic; see processor/stream/state_cas.h. Readers refuse versions they do not know.\"\n"
     "    },\n"
     "    {\n"
     "      \"name\": \"stream\",\n"

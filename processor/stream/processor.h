@@ -121,7 +121,8 @@ typedef struct dp_processor_options {
     int64_t       debug_commit_delay_ms;  /* testing aid: pause inside every transaction before
                                              committing, so a kill -9 lands mid-transaction */
     volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
-    size_t        snapshot_chunk_bytes;   /* state bytes per Snapshot message (0: the default) */
+    size_t        snapshot_chunk_bytes;   /* max bytes of a content chunk and of a manifest piece
+                                             (state_cas.h; 0: the default) */
     dp_metrics   *metrics;                /* NULL: none (`--http` off); see metrics.h */
     int64_t       debug_restore_delay_ms; /* testing aid: pause at the start of every restore, so
                                              a test sees /readyz answer 503 */

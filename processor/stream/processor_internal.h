@@ -39,6 +39,13 @@ typedef struct ps_stream {
                                               (a public clock: the step timer, never data) */
     uint64_t               marker_step;    /* consume_loop: open step a marker was appended for (0: none) */
     int64_t                marker_ms;      /* consume_loop */
+    /* snapshot_publish (set), restore (set): what the last committed
+     * snapshot left on the state topic — its content chunks' digests
+     * (sorted, unique; state_cas.h) and how many index keys it used — so
+     * the next one writes only new chunks and tombstones the rest.  An
+     * aborted transaction rewinds by restoring, which resets both. */
+    dp_buf                 cas_digests;
+    uint32_t               index_chunks;
 } ps_stream;
 
 /* One partition of the updates topic. */

@@ -50,6 +50,7 @@ void ps_stream_free(ps_stream *s)
         return;
     dp_gate_free(&s->gate);
     dp_synth_destroy(s->synth);
+    dp_buf_free(&s->cas_digests);
     free(s->id);
     free(s);
 }
@@ -84,6 +85,7 @@ ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_ro
     s->partition = partition;
     s->skip_below = 0;
     s->pending = NO_OFFSET;
+    dp_buf_init(&s->cas_digests);
     (void)p;
     return s;
 }

@@ -297,10 +297,10 @@ static const dp_state_piece *latest_value(void *ctx, const void *key, size_t key
  * assembled from the values under its chunk keys (state_record.h; stale
  * chunks of an older snapshot under those keys are ignored there). */
 static int restore_decode(proc *p, dp_bytes_map *latest, const char *key, size_t key_len, const restore_val *v,
-                          dp_state_record *r, dp_buf *scratch, char *err, size_t errn)
+                          dp_state_record *r, dp_buf *scratch, dp_buf *digests, char *err, size_t errn)
 {
     return dp_state_decode_newest(p->codec, key, key_len, v, latest_value, latest, latest->count, p->o->state_key,
-                                  p->o->noise_key, r, scratch, err, errn);
+                                  p->o->noise_key, r, scratch, digests, err, errn);
 }
 
 /* Restore the streams of the partitions in `l` (marked assigned) and set
@@ -318,11 +318,10 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
                  p->cfg->topic_updates, p->cfg->topic_state);
     dp_bytes_map latest;
     dp_bytes_map_init(&latest);
-    int rc = read_state_topic(p, &latest, l);
-    if (rc == DP_OK && p->fatal)
-        rc = DP_EINVAL;   /* a refused record (read_state_topic says which) */
-    dp_buf scratch;
+    int rc = DP_OK;
+    dp_buf scratch, digests;
     dp_buf_init(&scratch);
+    dp_buf_init(&digests);
     size_t topic_len = strlen(p->cfg->topic_updates);
     int64_t *resume = calloc((size_t)l->cnt, sizeof *resume);
     if (!resume)
@@ -330,100 +329,119 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     for (int i = 0; i < l->cnt && resume; i++)
         resume[i] = NO_OFFSET;
     uint64_t restored = 0;
-    for (size_t k = 0; rc == DP_OK && k < latest.cap; k++) {
-        restore_val *v = latest.slots[k].key ? latest.slots[k].value : NULL;
-        if (!v || dp_state_key_is_chunk(latest.slots[k].key, latest.slots[k].key_len))
-            continue;   /* chunks i > 0 are gathered through their chunk 0 */
-        dp_state_record r;
-        char err[512];
-        rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, err,
-                            sizeof err);
-        if (rc != DP_OK) {
-            ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
-            p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
-            break;
+    /* One partition at a time: its records are read, its streams restored
+     * and the records dropped before the next partition's are read, so a
+     * restore holds one partition's raw state beside what it has restored
+     * (bench/RESULTS.md: peak RSS), at the cost of reading the state topic
+     * once per partition. */
+    for (int pi = 0; rc == DP_OK && pi < l->cnt; pi++) {
+        rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(one, l->elems[pi].topic, l->elems[pi].partition);
+        rc = read_state_topic(p, &latest, one);
+        rd_kafka_topic_partition_list_destroy(one);
+        if (rc == DP_OK && p->fatal)
+            rc = DP_EINVAL;   /* a refused record (read_state_topic says which) */
+        for (size_t k = 0; rc == DP_OK && k < latest.cap; k++) {
+            restore_val *v = latest.slots[k].key ? latest.slots[k].value : NULL;
+            if (!v || dp_state_key_is_chunk(latest.slots[k].key, latest.slots[k].key_len))
+                continue;   /* chunks i > 0 are gathered through their chunk 0 */
+            dp_state_record r;
+            char err[512];
+            rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, &digests,
+                                err, sizeof err);
+            if (rc != DP_OK) {
+                ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
+                p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
+                break;
+            }
+            if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
+                continue;
+            if (r.kind == DP_STATE_PROGRESS && r.partition_count > 0 && r.partition_count != p->updates_partitions) {
+                /* Streams are pinned to partitions by key: partition = hash(stream
+                 * id) mod count.  Under another count a stream's updates land in
+                 * another partition, owned by an instance whose state does not
+                 * know the stream: it would start it afresh and release its steps
+                 * a second time with the same noise key, while the old state sat
+                 * unused in the old partition.  Stop before consuming anything. */
+                char msg[1100];
+                snprintf(msg, sizeof msg,
+                         "the updates topic %s has %" PRId32 " partitions, but its state in %s was committed when it had "
+                         "%" PRId32 ": every stream is pinned to the partition its id hashes to among %" PRId32 ", so "
+                         "its updates would now land in partitions whose state does not know it, and its steps could "
+                         "be released twice; stopping before consuming anything.  Kafka cannot take partitions away: "
+                         "keep this deployment's state as it is and run the new partitioning as a new deployment — "
+                         "another topics.prefix (new updates, output and state topics) with new stream ids or a new "
+                         "noise key, as the same ids under the same key would reuse their noise; to leave room to "
+                         "scale out, give the updates topic enough partitions from the start (topics.partitions)",
+                         p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r.partition_count,
+                         r.partition_count);
+                ps_set_fatal(p, "%s", msg);
+                p->fatal_refused = 1;
+                rc = DP_EINVAL;
+                break;
+            }
+            int idx = -1;
+            for (int i = 0; i < l->cnt; i++)
+                if (l->elems[i].partition == r.partition)
+                    idx = i;
+            if (idx < 0)
+                continue;
+            if (r.kind == DP_STATE_PROGRESS) {
+                p->parts[r.partition].dlq_below = r.position;
+                if (resume[idx] == NO_OFFSET || r.resume < resume[idx])
+                    resume[idx] = r.resume;
+                continue;
+            }
+            const dp_stream_route *route = dp_stream_config_route(p->cfg, r.stream_id, r.stream_id_len);
+            if (!route || strcmp(route->synthesizer, r.synthesizer) != 0) {
+                ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
+                             "synthesizer; refusing to start it afresh (that would spend its budget twice)",
+                          r.stream_id);
+                p->fatal_refused = 1;
+                rc = DP_EINVAL;
+                break;
+            }
+            ps_stream *s = ps_stream_new(p, r.stream_id, r.stream_id_len, route, r.partition);
+            if (!s) {
+                rc = DP_ENOMEM;
+                break;
+            }
+            dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
+            err[0] = '\0';
+            rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r.state, r.state_len, err,
+                                  sizeof err);
+            if (rc != DP_OK) {
+                ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
+                p->fatal_refused = 1;
+                ps_stream_free(s);
+                break;
+            }
+            dp_gate_init(&s->gate, s->synth, &route->gate);
+            s->step_opened_ms = ps_now_ms();   /* the step timer restarts with the instance */
+            s->skip_below = r.skip_below;
+            /* what its snapshot left on the topic: the next one builds on it */
+            dp_buf tmp = s->cas_digests;
+            s->cas_digests = digests;
+            digests = tmp;
+            s->index_chunks = r.chunk_count;
+            dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+            if (!slot) {
+                ps_stream_free(s);
+                rc = DP_ENOMEM;
+                break;
+            }
+            ps_stream_free(slot->value);
+            slot->value = s;
+            restored++;
+            if (p->o->metrics)
+                dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
+                                           dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
+            dp_log_event(DP_LOG_DEBUG, "stream_restored", s->id, s->id_len, dp_synth_open_step(s->synth),
+                         "stream '%s' (%s) restored in partition %" PRId32 ": step %" PRIu64 " open, input below offset %"
+                         PRId64 " already in its snapshot", s->id, route->synthesizer, s->partition,
+                         dp_synth_open_step(s->synth), s->skip_below);
         }
-        if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
-            continue;
-        if (r.kind == DP_STATE_PROGRESS && r.partition_count > 0 && r.partition_count != p->updates_partitions) {
-            /* Streams are pinned to partitions by key: partition = hash(stream
-             * id) mod count.  Under another count a stream's updates land in
-             * another partition, owned by an instance whose state does not
-             * know the stream: it would start it afresh and release its steps
-             * a second time with the same noise key, while the old state sat
-             * unused in the old partition.  Stop before consuming anything. */
-            char msg[1100];
-            snprintf(msg, sizeof msg,
-                     "the updates topic %s has %" PRId32 " partitions, but its state in %s was committed when it had "
-                     "%" PRId32 ": every stream is pinned to the partition its id hashes to among %" PRId32 ", so "
-                     "its updates would now land in partitions whose state does not know it, and its steps could "
-                     "be released twice; stopping before consuming anything.  Kafka cannot take partitions away: "
-                     "keep this deployment's state as it is and run the new partitioning as a new deployment — "
-                     "another topics.prefix (new updates, output and state topics) with new stream ids or a new "
-                     "noise key, as the same ids under the same key would reuse their noise; to leave room to "
-                     "scale out, give the updates topic enough partitions from the start (topics.partitions)",
-                     p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r.partition_count,
-                     r.partition_count);
-            ps_set_fatal(p, "%s", msg);
-            p->fatal_refused = 1;
-            rc = DP_EINVAL;
-            break;
-        }
-        int idx = -1;
-        for (int i = 0; i < l->cnt; i++)
-            if (l->elems[i].partition == r.partition)
-                idx = i;
-        if (idx < 0)
-            continue;
-        if (r.kind == DP_STATE_PROGRESS) {
-            p->parts[r.partition].dlq_below = r.position;
-            if (resume[idx] == NO_OFFSET || r.resume < resume[idx])
-                resume[idx] = r.resume;
-            continue;
-        }
-        const dp_stream_route *route = dp_stream_config_route(p->cfg, r.stream_id, r.stream_id_len);
-        if (!route || strcmp(route->synthesizer, r.synthesizer) != 0) {
-            ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
-                         "synthesizer; refusing to start it afresh (that would spend its budget twice)",
-                      r.stream_id);
-            p->fatal_refused = 1;
-            rc = DP_EINVAL;
-            break;
-        }
-        ps_stream *s = ps_stream_new(p, r.stream_id, r.stream_id_len, route, r.partition);
-        if (!s) {
-            rc = DP_ENOMEM;
-            break;
-        }
-        dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
-        err[0] = '\0';
-        rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r.state, r.state_len, err,
-                              sizeof err);
-        if (rc != DP_OK) {
-            ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
-            p->fatal_refused = 1;
-            ps_stream_free(s);
-            break;
-        }
-        dp_gate_init(&s->gate, s->synth, &route->gate);
-        s->step_opened_ms = ps_now_ms();   /* the step timer restarts with the instance */
-        s->skip_below = r.skip_below;
-        dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
-        if (!slot) {
-            ps_stream_free(s);
-            rc = DP_ENOMEM;
-            break;
-        }
-        ps_stream_free(slot->value);
-        slot->value = s;
-        restored++;
-        if (p->o->metrics)
-            dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
-                                       dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
-        dp_log_event(DP_LOG_DEBUG, "stream_restored", s->id, s->id_len, dp_synth_open_step(s->synth),
-                     "stream '%s' (%s) restored in partition %" PRId32 ": step %" PRIu64 " open, input below offset %"
-                     PRId64 " already in its snapshot", s->id, route->synthesizer, s->partition,
-                     dp_synth_open_step(s->synth), s->skip_below);
+        dp_bytes_map_filter(&latest, keep_none, free_restore_val, NULL);
     }
     if (rc == DP_OK) {
         for (int i = 0; i < l->cnt; i++) {
@@ -448,6 +466,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     if (scratch.data)
         sodium_memzero(scratch.data, scratch.cap);
     dp_buf_free(&scratch);
+    dp_buf_free(&digests);
     dp_bytes_map_filter(&latest, keep_none, free_restore_val, NULL);
     dp_bytes_map_free(&latest);
     return rc;

@@ -73,16 +73,18 @@ int dp_unseal(const dp_key *state_key, const uint8_t *ad, size_t ad_len,
         dp_buf_put_u8(out, 0);
     if (dp_buf_status(out) != DP_OK)
         return DP_ENOMEM;
-    uint8_t ekey[32];
+    uint8_t ekey[32], none;
+    /* an empty plaintext (an empty chunk) may leave out->data NULL */
+    uint8_t *dst = plain_len ? out->data + off : &none;
     derive_subkey(state_key, "dpstream.state.aead-key.v1", ekey);
     unsigned long long mlen = 0;
-    int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(out->data + off, &mlen, NULL,
+    int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(dst, &mlen, NULL,
                                                         sealed + DP_SEAL_NONCE_BYTES,
                                                         sealed_len - DP_SEAL_NONCE_BYTES, ad, ad_len,
                                                         sealed, ekey);
     sodium_memzero(ekey, sizeof ekey);
     if (rc != 0) {
-        sodium_memzero(out->data + off, plain_len);
+        sodium_memzero(dst, plain_len);
         out->len = off;
         return dp_err(errstr, errstr_size, DP_ECORRUPT,
                       "snapshot does not authenticate under the configured state key");

@@ -130,7 +130,7 @@ int dp_snapshot_inspect(dp_codec *codec, const dp_stream_config *cfg, const char
     dp_buf_init(&scratch);
     char err[512] = "";
     int rc = dp_state_decode_newest(codec, key, key_len, first, lookup, ctx, n_keys,
-                                    out->sealed ? state_key : NULL, noise_key, &rec, &scratch, err, sizeof err);
+                                    out->sealed ? state_key : NULL, noise_key, &rec, &scratch, NULL, err, sizeof err);
     if (rc != DP_OK) {
         refuse(out, rc == DP_ENOMEM ? DP_ENOMEM : DP_ECORRUPT, "stream '%s' at step %llu: %s; refusing it", id,
                step, err[0] ? err : dp_status_str(rc));

@@ -1,9 +1,9 @@
 /* snapshot_publish.c — what a step close writes into its transaction:
  * the release (record chunks of at most --chunk-records records, then the
  * manifest with the chunk count and BLAKE2b checksum) and the budget event,
- * through the synthesizer's release sink, and the stream's snapshot in
- * chunks of at most --snapshot-chunk-bytes (state_record.h: keys; sealed
- * when a state key is set).
+ * through the synthesizer's release sink, and the stream's snapshot:
+ * incremental (state_cas.h), in records of at most --snapshot-chunk-bytes
+ * of state (state_record.h: keys; sealed when a state key is set).
  *
  * Owns: closing, closing_step, chunk_index, chunk, cksum (the release
  * being written), and uses enc as scratch.  Calls: the codec, state_record,
@@ -23,6 +23,7 @@
 #include "stream/log.h"
 #include "stream/processor_internal.h"
 #include "stream/committer.h"
+#include "stream/state_cas.h"
 #include "stream/state_record.h"
 
 static int chunk_flush(proc *p)
@@ -155,64 +156,142 @@ typedef struct snapshot_emit {
     proc      *p;
     ps_stream *s;
     dp_buf     key;
+    size_t     bytes;   /* keys + values produced (the debug line's count) */
 } snapshot_emit;
 
-/* One chunk of a snapshot to the state topic (state_record.h: keys). */
+/* Stop loudly on a message over message.max.bytes rather than abort and
+ * retry the same transaction forever (only a tiny message.max.bytes, a
+ * huge stream id or a huge manifest gets here). */
+static int check_size(snapshot_emit *e, const char *what, size_t len)
+{
+    if (len <= e->p->max_message_bytes)
+        return DP_OK;
+    char msg[300];
+    snprintf(msg, sizeof msg, "a snapshot %s of stream '%s' is %zu bytes, over message.max.bytes (%zu); "
+             "use a smaller --snapshot-chunk-bytes", what, e->s->id, len, e->p->max_message_bytes);
+    ps_set_fatal(e->p, "%s", msg);
+    return DP_ERANGE;
+}
+
+/* One piece of the manifest record (state_record.h: keys). */
 static int emit_snapshot_chunk(void *ctx, uint32_t index, uint32_t count, const dp_buf *enc)
 {
     snapshot_emit *e = ctx;
-    proc *p = e->p;
-    if (enc->len > p->max_message_bytes) {
-        /* Only a tiny message.max.bytes or a huge stream id gets here
-         * (the chunk size is far below the default limit): stop loudly
-         * rather than abort and retry the same transaction forever. */
-        char msg[256];
-        snprintf(msg, sizeof msg, "a snapshot chunk of stream '%s' is %zu bytes, over message.max.bytes (%zu); "
-                 "use a smaller --snapshot-chunk-bytes", e->s->id, enc->len, p->max_message_bytes);
-        ps_set_fatal(p, "%s", msg);
-        return DP_ERANGE;
-    }
-    int rc = dp_state_snapshot_key(e->s->id, e->s->id_len, index, &e->key);
+    int rc = check_size(e, "manifest piece", enc->len);
+    if (rc == DP_OK)
+        rc = dp_state_snapshot_key(e->s->id, e->s->id_len, index, &e->key);
     if (rc != DP_OK)
         return rc;
     if (count > 1)
-        dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': chunk %" PRIu32 " of %" PRIu32 " (%zu bytes)", e->s->id,
-               index, count, enc->len);
-    return ps_produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, dp_codec_type_name(DP_CODEC_SNAPSHOT),
-                   e->key.data, e->key.len, enc->data, enc->len);
+        dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': manifest piece %" PRIu32 " of %" PRIu32 " (%zu bytes)",
+               e->s->id, index, count, enc->len);
+    e->bytes += e->key.len + enc->len;
+    return ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
+                      dp_codec_type_name(DP_CODEC_SNAPSHOT), e->key.data, e->key.len, enc->data, enc->len);
 }
 
+/* A content chunk, or (val == NULL) a tombstone for one (state_cas.h). */
+static int emit_content(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *val, size_t val_len)
+{
+    snapshot_emit *e = ctx;
+    int rc = val ? check_size(e, "chunk", val_len) : DP_OK;
+    if (rc != DP_OK)
+        return rc;
+    e->bytes += key_len + val_len;
+    return ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, RD_KAFKA_PARTITION_UA, DP_STATE_CHUNK_TYPE, key,
+                      key_len, val, val_len);
+}
+
+/* Tombstones for the index keys the previous snapshot used beyond this
+ * one's count (its manifest was longer, or it was a format-1 snapshot in
+ * more pieces), so compaction drops them. */
+static int tombstone_index_keys(snapshot_emit *e, uint32_t from, uint32_t to)
+{
+    int rc = DP_OK;
+    for (uint32_t i = from > 1 ? from : 1; rc == DP_OK && i < to; i++)
+        if ((rc = dp_state_snapshot_key(e->s->id, e->s->id_len, i, &e->key)) == DP_OK)
+            rc = ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
+                            dp_codec_type_name(DP_CODEC_SNAPSHOT), e->key.data, e->key.len, NULL, 0);
+    return rc;
+}
+
+typedef struct manifest_count {
+    snapshot_emit *e;
+    uint32_t       count;
+} manifest_count;
+
+static int emit_manifest_piece(void *ctx, uint32_t index, uint32_t count, const dp_buf *enc)
+{
+    manifest_count *mc = ctx;
+    mc->count = count;
+    return emit_snapshot_chunk(mc->e, index, count, enc);
+}
+
+/* The stream's snapshot in format 2 (state_cas.h): the chunks that changed
+ * since its last committed snapshot, the manifest (chunk 0 and, when it is
+ * long, pieces under index keys) and tombstones for what the manifest no
+ * longer names — all in the open transaction. */
 int ps_write_snapshot(proc *p, ps_stream *s)
 {
-    dp_buf st;
+    dp_buf st, manifest, digests;
     dp_buf_init(&st);
+    dp_buf_init(&manifest);
+    dp_buf_init(&digests);
+    char err[256];
+    err[0] = '\0';
+    snapshot_emit e = {.p = p, .s = s};
+    dp_buf_init(&e.key);
+    size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
+    size_t topic_len = strlen(p->cfg->topic_updates), written = 0, n_written = 0;
     int rc = dp_synth_snapshot(s->synth, &st);
+    if (rc == DP_OK) {
+        dp_cas_stream cs = {.stream_id = s->id, .stream_id_len = s->id_len, .updates_topic = p->cfg->topic_updates,
+                            .updates_topic_len = topic_len, .partition = s->partition};
+        rc = dp_cas_write(&cs, st.data, st.len, cb, p->o->state_key, p->o->noise_key, s->cas_digests.data,
+                          s->cas_digests.len / DP_CAS_DIGEST_BYTES, &manifest, &digests, emit_content, &e, &n_written, &written,
+                          err, sizeof err);
+    }
+    manifest_count mc = {.e = &e, .count = 0};
     if (rc == DP_OK) {
         dp_state_record r = {.kind = DP_STATE_SNAPSHOT,
                              .updates_topic = p->cfg->topic_updates,
-                             .updates_topic_len = strlen(p->cfg->topic_updates),
+                             .updates_topic_len = topic_len,
                              .partition = s->partition,
                              .stream_id = s->id,
                              .stream_id_len = s->id_len,
                              .skip_below = s->skip_below,
                              .open_step = dp_synth_open_step(s->synth),
                              .synthesizer = s->route->synthesizer,
-                             .state = st.data,
-                             .state_len = st.len};
-        char err[256];
-        err[0] = '\0';
-        snapshot_emit e = {.p = p, .s = s};
-        dp_buf_init(&e.key);
-        size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
-        rc = dp_state_encode_snapshot_chunks(p->codec, &r, p->o->state_key, p->o->noise_key, cb, &p->enc, emit_snapshot_chunk, &e,
-                                             err, sizeof err);
-        if (rc != DP_OK && err[0])
-            dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);
-        dp_buf_free(&e.key);
+                             .state = manifest.data,
+                             .state_len = manifest.len,
+                             .format = DP_CODEC_SNAPSHOT_VERSION_CAS};
+        rc = dp_state_encode_snapshot_chunks(p->codec, &r, p->o->state_key, p->o->noise_key, cb, &p->enc,
+                                             emit_manifest_piece, &mc, err, sizeof err);
+    }
+    if (rc == DP_OK)
+        rc = dp_cas_tombstones(s->id, s->id_len, s->cas_digests.data, s->cas_digests.len / DP_CAS_DIGEST_BYTES,
+                               digests.data, digests.len / DP_CAS_DIGEST_BYTES, emit_content, &e);
+    if (rc == DP_OK)
+        rc = tombstone_index_keys(&e, mc.count, s->index_chunks);
+    if (rc != DP_OK && err[0])
+        dp_log(DP_LOG_ERROR, "cannot encode the snapshot of stream '%s': %s", s->id, err);
+    if (rc == DP_OK) {
+        /* what this transaction leaves behind if it commits; if it aborts,
+         * the rewind restores the stream and both are read back */
+        dp_buf tmp = s->cas_digests;
+        s->cas_digests = digests;
+        digests = tmp;
+        s->index_chunks = mc.count;
+        dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': %zu-byte state in %zu chunks, %zu new (%zu bytes), %zu "
+               "bytes written in all", s->id, st.len, s->cas_digests.len / DP_CAS_DIGEST_BYTES, n_written, written,
+               e.bytes);
     }
     if (st.data)
         sodium_memzero(st.data, st.cap);
     dp_buf_free(&st);
+    dp_buf_free(&manifest);
+    dp_buf_free(&digests);
+    dp_buf_free(&e.key);
     return rc;
 }
 

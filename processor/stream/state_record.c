@@ -7,6 +7,7 @@
 
 #include "core/dp_error.h"
 #include "stream/seal.h"
+#include "stream/state_cas.h"
 
 #define MAGIC_PROGRESS_V1 0x31505044u   /* "DPP1" little-endian */
 #define MAGIC_PROGRESS    0x32505044u   /* "DPP2": with the updates topic's partition count */
@@ -72,7 +73,7 @@ static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key
 {
     if (chunk_bytes == 0)
         return dp_err(errstr, errstr_size, DP_EINVAL, "snapshot chunk size must be at least 1 byte");
-    dp_codec_snapshot s = {.schema_version = DP_CODEC_SNAPSHOT_VERSION,
+    dp_codec_snapshot s = {.schema_version = r->format ? r->format : DP_CODEC_SNAPSHOT_VERSION,
                            .stream_id = r->stream_id,
                            .stream_id_len = r->stream_id_len,
                            .last_closed_step = r->open_step - 1,
@@ -194,6 +195,8 @@ static int is_progress(const uint8_t *data, size_t len)
 int dp_state_owner(dp_codec *codec, const uint8_t *data, size_t len, const char **topic, size_t *topic_len,
                    int32_t *partition)
 {
+    if (dp_cas_is_chunk_record(data, len))
+        return dp_cas_chunk_owner(data, len, topic, topic_len, partition);
     if (is_progress(data, len)) {
         dp_reader rd;
         dp_reader_init(&rd, data, len);
@@ -347,6 +350,8 @@ int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t
         out->skip_below = s.input_offset;
         out->open_step = s.last_closed_step + 1;
         out->synthesizer = s.synthesizer;
+        out->format = s.schema_version;
+        out->chunk_count = count;
         if (s.encrypted && !state_key)
             rc = dp_err(errstr, errstr_size, DP_EINVAL, "snapshot is encrypted but no state key is configured");
         else if (!s.encrypted && state_key)
@@ -399,15 +404,42 @@ int dp_state_decode_chunks(dp_codec *codec, const dp_state_piece *pieces, size_t
     return rc;
 }
 
+/* A format-2 record's state is its manifest: replace it with the state
+ * the manifest's chunks make up. */
+static int resolve_manifest(const dp_state_lookup_fn lookup, void *ctx, const dp_key *state_key,
+                            const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, dp_buf *digests,
+                            char *errstr, size_t errstr_size)
+{
+    dp_buf manifest;
+    dp_buf_init(&manifest);
+    dp_buf_put_bytes(&manifest, out->state, out->state_len);
+    int rc = dp_buf_status(&manifest);
+    if (rc == DP_OK)
+        rc = dp_cas_assemble(out->stream_id, out->stream_id_len, out->open_step - 1, manifest.data, manifest.len,
+                             lookup, ctx, state_key, mac_key, scratch, digests, errstr, errstr_size);
+    else
+        dp_err(errstr, errstr_size, rc, "out of memory");
+    dp_buf_free(&manifest);
+    out->state = rc == DP_OK ? scratch->data : NULL;
+    out->state_len = rc == DP_OK ? scratch->len : 0;
+    return rc;
+}
+
 int dp_state_decode_newest(dp_codec *codec, const char *key, size_t key_len, const dp_state_piece *first,
                            dp_state_lookup_fn lookup, void *ctx, size_t n_keys, const dp_key *state_key,
-                           const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, char *errstr,
-                           size_t errstr_size)
+                           const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, dp_buf *digests,
+                           char *errstr, size_t errstr_size)
 {
+    if (digests)
+        digests->len = 0;
     dp_state_chunk_info info;
-    if (dp_state_chunk_peek(codec, first->data, first->len, &info) != DP_OK || info.chunk_count <= 1)
-        return dp_state_decode(codec, first->data, first->len, state_key, mac_key, out, scratch, errstr,
-                               errstr_size);
+    if (dp_state_chunk_peek(codec, first->data, first->len, &info) != DP_OK || info.chunk_count <= 1) {
+        int rc = dp_state_decode(codec, first->data, first->len, state_key, mac_key, out, scratch, errstr,
+                                 errstr_size);
+        if (rc == DP_OK && out->kind == DP_STATE_SNAPSHOT && out->format == DP_CODEC_SNAPSHOT_VERSION_CAS)
+            rc = resolve_manifest(lookup, ctx, state_key, mac_key, out, scratch, digests, errstr, errstr_size);
+        return rc;
+    }
     /* at most one piece per key present: a corrupt count cannot make this huge */
     size_t cap = info.chunk_count < n_keys ? info.chunk_count : n_keys;
     dp_state_piece *pieces = malloc((cap ? cap : 1) * sizeof *pieces);
@@ -429,6 +461,8 @@ int dp_state_decode_newest(dp_codec *codec, const char *key, size_t key_len, con
         rc = dp_state_decode_chunks(codec, pieces, n, state_key, mac_key, out, scratch, errstr, errstr_size);
     else
         dp_err(errstr, errstr_size, rc, "out of memory");
+    if (rc == DP_OK && out->format == DP_CODEC_SNAPSHOT_VERSION_CAS)
+        rc = resolve_manifest(lookup, ctx, state_key, mac_key, out, scratch, digests, errstr, errstr_size);
     dp_buf_free(&ck);
     free(pieces);
     return rc;

@@ -28,6 +28,12 @@
  *     missing index makes the snapshot unrestorable (DP_ECORRUPT) rather
  *     than silently short.
  *
+ *     Format 2 (incremental snapshots, state_cas.h): the same record,
+ *     keys and splitting, but its state is a manifest naming content-
+ *     addressed chunk records stored under their own keys; a restore
+ *     (dp_state_decode_newest) assembles the state from them.  Format-1
+ *     snapshots, written before, still restore.
+ *
  *   partition progress (key = DP_STATE_PROGRESS_KEY_PREFIX topic "/" partition):
  *     "DPP2" ‖ blob(updates topic) ‖ u32 partition ‖ i64 position ‖ i64 resume
  *     ‖ u32 partition count
@@ -83,6 +89,8 @@ typedef struct dp_state_record {
     const char    *synthesizer;        /* NUL-terminated */
     const uint8_t *state;
     size_t         state_len;
+    uint32_t       format;             /* snapshot layout: 1, or 2 = incremental (state_cas.h); encode: 0 = 1 */
+    uint32_t       chunk_count;        /* decode: messages under the stream's index keys (chunk 0 and i > 0) */
     /* progress */
     int64_t        position;
     int64_t        resume;
@@ -127,8 +135,8 @@ typedef struct dp_state_chunk_info {
 } dp_state_chunk_info;
 int dp_state_chunk_peek(dp_codec *codec, const uint8_t *data, size_t len, dp_state_chunk_info *out);
 
-/* Which updates-topic partition a state record (a snapshot chunk or a
- * progress record) belongs to, read from its public fields without opening
+/* Which updates-topic partition a state record (a snapshot chunk, a
+ * content chunk or a progress record) belongs to, read from its public fields without opening
  * any sealed state: *topic borrows from data or from the codec (valid until
  * its next decode).  DP_ECORRUPT if it is neither kind. */
 int dp_state_owner(dp_codec *codec, const uint8_t *data, size_t len, const char **topic, size_t *topic_len,
@@ -166,11 +174,14 @@ typedef const dp_state_piece *(*dp_state_lookup_fn)(void *ctx, const void *key, 
 /* Decode the record whose newest value under `key` is `first`, as a restore
  * does: a snapshot of several chunks is assembled from the newest values
  * under its chunk keys (at most n_keys of them exist, which bounds what a
- * corrupt chunk count can make it allocate); anything else is
- * dp_state_decode.  Keys, errors and keys as for dp_state_decode_chunks. */
+ * corrupt chunk count can make it allocate), and a format-2 snapshot's
+ * state from the content chunks its manifest names (a missing one is
+ * DP_ECORRUPT naming it); anything else is dp_state_decode.  digests (may
+ * be NULL) receives a format-2 snapshot's sorted unique chunk digests
+ * (cleared otherwise).  Keys, errors as for dp_state_decode_chunks. */
 int dp_state_decode_newest(dp_codec *codec, const char *key, size_t key_len, const dp_state_piece *first,
                            dp_state_lookup_fn lookup, void *ctx, size_t n_keys, const dp_key *state_key,
-                           const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, char *errstr,
-                           size_t errstr_size);
+                           const dp_key *mac_key, dp_state_record *out, dp_buf *scratch, dp_buf *digests,
+                           char *errstr, size_t errstr_size);
 
 #endif

@@ -1,11 +1,14 @@
 /* fuzz_seeds.c — seeds that need the code to make them:
  *   fuzz_seeds synth_restore DIR   real synthesizer snapshots (every entry of
  *                                  fuzz_synths.h after 0..3 steps)
- *   fuzz_seeds update DIR          Avro Updates of every kind and payload */
+ *   fuzz_seeds update DIR          Avro Updates of every kind and payload
+ *   fuzz_seeds state_cas DIR       one-chunk incremental snapshots (manifest
+ *                                  and chunk record, plain and sealed) */
 #include <stdio.h>
 #include <string.h>
 
 #include "codec/codec.h"
+#include "stream/state_cas.h"
 #include "synth/synth.h"
 
 #include "fuzz_synths.h"
@@ -96,12 +99,62 @@ static int avro_updates(const char *dir)
     return rc;
 }
 
+static int keep_chunk(void *ctx, const uint8_t *key, size_t key_len, const uint8_t *val, size_t val_len)
+{
+    (void)key;
+    (void)key_len;
+    dp_buf *b = ctx;
+    b->len = 0;
+    dp_buf_put_bytes(b, val, val_len);
+    return dp_buf_status(b);
+}
+
+/* u16 manifest length ‖ manifest ‖ chunk record (fuzz_state_cas.c) */
+static int cas_seeds(const char *dir)
+{
+    dp_key k;
+    memset(&k, 7, sizeof k);
+    static const uint8_t state[] = "a small synthesizer state: roster u1 u2 u3, histories 0 1 1";
+    int rc = 0;
+    for (int sealed = 0; sealed <= 1; sealed++) {
+        dp_cas_stream cs = {.stream_id = "fuzz", .stream_id_len = 4, .updates_topic = "t", .updates_topic_len = 1,
+                            .partition = 0};
+        dp_buf manifest, digests, chunk, out;
+        dp_buf_init(&manifest);
+        dp_buf_init(&digests);
+        dp_buf_init(&chunk);
+        dp_buf_init(&out);
+        size_t nw = 0, w = 0;
+        char err[256], path[4096];
+        FILE *f = NULL;
+        if (dp_cas_write(&cs, state, sizeof state, 4096, sealed ? &k : NULL, &k, NULL, 0, &manifest, &digests,
+                         keep_chunk, &chunk, &nw, &w, err, sizeof err) != 0 || nw != 1)
+            rc = 1;
+        dp_buf_put_u8(&out, (uint8_t)manifest.len);
+        dp_buf_put_u8(&out, (uint8_t)(manifest.len >> 8));
+        dp_buf_put_bytes(&out, manifest.data, manifest.len);
+        dp_buf_put_bytes(&out, chunk.data, chunk.len);
+        snprintf(path, sizeof path, "%s/cas-%d", dir, sealed);
+        if (rc || !(f = fopen(path, "wb")) || fwrite(out.data, 1, out.len, f) != out.len)
+            rc = 1;
+        if (f)
+            fclose(f);
+        dp_buf_free(&manifest);
+        dp_buf_free(&digests);
+        dp_buf_free(&chunk);
+        dp_buf_free(&out);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3)
         return 2;
     if (strcmp(argv[1], "update") == 0)
         return avro_updates(argv[2]);
+    if (strcmp(argv[1], "state_cas") == 0)
+        return cas_seeds(argv[2]);
     if (strcmp(argv[1], "synth_restore") != 0)
         return 0;   /* the other harnesses' seeds are files in tests/fuzz/seeds */
     int rc = 0;

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# run_snapshot_chunks.sh — chunked snapshots on the real broker: with a
-# tiny --snapshot-chunk-bytes every snapshot is split into several Snapshot
-# messages (state_record.h), and
+# run_snapshot_chunks.sh — incremental, chunked snapshots on the real
+# broker: with a tiny --snapshot-chunk-bytes every snapshot is cut into
+# content chunks and a manifest split over several Snapshot messages
+# (state_cas.h, state_record.h), and
 #   * no state-topic message carries more than the chunk size of state
-#     (message size bounded), while snapshots really are chunked (more
-#     Snapshot messages than closed steps, chunk keys present);
+#     (message size bounded), while snapshots really are chunked;
+#   * snapshots are incremental: some step writes fewer bytes of new chunks
+#     than its state has, and tombstones drop the chunks a manifest no
+#     longer names, so the committed topic holds, per stream, exactly the
+#     chunks of its newest manifest;
 #   * after kill -9 (inside open transactions, --debug-commit-delay-ms) and
 #     restart, streams are restored from the assembled chunks and the
 #     committed outputs are byte-identical to `dpstream replay`, stream by
@@ -100,22 +104,66 @@ rc=0; wait "$RUN_PID" || rc=$?; RUN_PID=
 
 grep -o "restored [0-9]* stream(s)" "$WORK/run.err" | tr '\n' ';'; echo
 grep -q "restored [1-9][0-9]* stream(s)" "$WORK/run.err" || fail "no restart restored a stream from the state topic"
-grep -q "snapshot of stream '.*': chunk 1 of" "$WORK/run.err" || fail "no snapshot was split into chunks"
+grep -q "snapshot of stream '.*': manifest piece 1 of" "$WORK/run.err" || fail "no manifest was split into pieces"
+# "snapshot of stream 'S': N-byte state in M chunks, W new (B bytes), ..."
+python3 - "$WORK/run.err" <<'EOF' || fail "snapshots are not incremental"
+import re, sys
+rows = re.findall(r"snapshot of stream '([^']*)': (\d+)-byte state in (\d+) chunks, (\d+) new",
+                  open(sys.argv[1]).read())
+inc = [r for r in rows if int(r[3]) < int(r[2])]
+print(f"{len(rows)} snapshots written; {len(inc)} of them rewrote only some of their chunks "
+      f"(new/all: {' '.join(r[3] + '/' + r[2] for r in rows)})")
+sys.exit(0 if rows and inc else 1)
+EOF
 
-# --- the state topic: bounded Snapshot messages, more of them than closes -----------
+# --- the state topic: bounded messages, chunks and tombstones -----------------------
 kcat -b "$BOOT" -C -t "$PREFIX.state" -o beginning -e -q -X isolation.level=read_committed \
     -f '%S %h\n' 2>/dev/null > "$WORK/state.msgs"
 python3 - "$WORK/state.msgs" "$CHUNK" "$EXPECT" <<'EOF' || fail "state topic check"
 import sys
-sizes = [int(l.split()[0]) for l in open(sys.argv[1]) if "dpstream.type=Snapshot" in l]
+rows = [l.split() for l in open(sys.argv[1]) if "dpstream.type=Snapshot" in l]
+sizes = [int(r[0]) for r in rows if int(r[0]) >= 0]
+tombstones = sum(1 for r in rows if int(r[0]) < 0)
+chunks = sum(1 for r in rows if "dpstream.type=SnapshotChunk" in r[1] and int(r[0]) >= 0)
 chunk, steps = int(sys.argv[2]), int(sys.argv[3])
-# a chunk message = its state piece (<= chunk) + public fields (ids, topic,
-# synthesizer, varints: well under 200 bytes here)
+# a message = its piece of state or manifest (<= chunk) + public fields
+# (ids, topic, synthesizer, varints) + the seal or MAC: under 200 bytes here
 limit = chunk + 200
 big = [s for s in sizes if s > limit]
-print(f"{len(sizes)} Snapshot messages for {steps} committed steps; largest {max(sizes)} bytes (limit {limit})")
-if big or len(sizes) <= steps:
-    sys.exit(1)
+print(f"{len(sizes)} snapshot messages ({chunks} content chunks, {tombstones} tombstones) for {steps} committed "
+      f"steps; largest {max(sizes)} bytes (limit {limit})")
+sys.exit(1 if big or len(sizes) <= steps or chunks == 0 or tombstones == 0 else 0)
+EOF
+# Compaction keeps exactly what the newest manifests name: per stream, the
+# live content-chunk keys (newest value not a tombstone) are as many as the
+# distinct chunks of its last snapshot (the last debug line about it).
+kcat -b "$BOOT" -C -t "$PREFIX.state" -o beginning -e -q -X isolation.level=read_committed \
+    -f '%K %k %S\n' 2>/dev/null > "$WORK/state.keys"
+python3 - "$WORK/state.keys" "$WORK/run.err" <<'EOF' || fail "the state topic holds chunks no manifest names"
+import re, sys
+def newest_per_key(path):
+    # "%K %k %S\n": the key's length first, as keys are binary (a digest
+    # may hold a newline byte)
+    b, at, out = open(path, "rb").read(), 0, {}
+    while at < len(b):
+        sp = b.index(b" ", at)
+        n = int(b[at:sp])
+        k = b[sp + 1:sp + 1 + n]
+        nl = b.index(b"\n", sp + 2 + n)
+        out[k] = int(b[sp + 2 + n:nl])
+        at = nl + 1
+    return out
+newest = newest_per_key(sys.argv[1])
+live = {}
+for k, size in newest.items():
+    i = k.find(b"\xff")
+    if i >= 0 and len(k) - i == 33 and size >= 0:
+        live[k[:i].decode()] = live.get(k[:i].decode(), 0) + 1
+last = {}
+for s, n in re.findall(r"snapshot of stream '([^']*)': \d+-byte state in (\d+) chunks", open(sys.argv[2]).read()):
+    last[s] = int(n)
+print("live content chunks per stream:", live, "; distinct chunks of the last manifests:", last)
+sys.exit(0 if live == last else 1)
 EOF
 
 python3 - "$WORK" <<'EOF' || fail "Kafka outputs differ from replay"
@@ -132,4 +180,37 @@ for f in ["releases.jsonl", "budget.jsonl"]:
         print(f"{f} differs from replay"); ok = False
 sys.exit(0 if ok else 1)
 EOF
-echo "PASS run_snapshot_chunks: 2 kills -9; $EXPECT releases identical to replay with snapshots in chunks of $CHUNK state bytes"
+
+# --- a content chunk missing from the topic: the restore refuses, naming it ---------
+PY=${DPSTREAM_PYENV:-${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}/pyenv}/bin/python3
+"$PY" - "$BOOT" "$PREFIX.state" "$WORK/state.keys" <<'EOF' || fail "could not delete a chunk"
+import sys
+from confluent_kafka import Producer
+def newest_per_key(path):
+    # "%K %k %S\n": the key's length first, as keys are binary (a digest
+    # may hold a newline byte)
+    b, at, out = open(path, "rb").read(), 0, {}
+    while at < len(b):
+        sp = b.index(b" ", at)
+        n = int(b[at:sp])
+        k = b[sp + 1:sp + 1 + n]
+        nl = b.index(b"\n", sp + 2 + n)
+        out[k] = int(b[sp + 2 + n:nl])
+        at = nl + 1
+    return out
+newest = newest_per_key(sys.argv[3])
+victim = sorted(k for k, n in newest.items() if k.startswith(b"win/a\xff") and len(k) == 5 + 33 and n >= 0)[0]
+p = Producer({"bootstrap.servers": sys.argv[1]})
+p.produce(sys.argv[2], key=victim, value=None)
+sys.exit(1 if p.flush(30) else 0)
+EOF
+rc=0
+timeout 120 "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id snapchunk \
+    --snapshot-chunk-bytes "$CHUNK" --idle-timeout-ms 0 > /dev/null 2> "$WORK/missing.err" || rc=$?
+FAIL_LOGS=("$WORK/missing.err")
+[ $rc -eq 5 ] || fail "a start with a chunk missing exited $rc, want 5"
+grep -q "snapshot of stream 'win/a' at step 6: chunk [0-9]* of [0-9]* (digest [0-9a-f]*\.\.\.) is missing from the state topic; refusing to restore a partial state" \
+    "$WORK/missing.err" || fail "the refusal does not name the missing chunk"
+grep -o "chunk [0-9]* of [0-9]* (digest [0-9a-f]*\.\.\.) is missing[^;]*" "$WORK/missing.err" | head -1
+
+echo "PASS run_snapshot_chunks: 2 kills -9; $EXPECT releases identical to replay with incremental snapshots in chunks of $CHUNK state bytes; compaction keeps exactly the manifests' chunks; a missing chunk is refused by name"

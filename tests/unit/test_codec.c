@@ -925,7 +925,7 @@ static void test_encode_refusals(void)
     s.chunk_index = 3;
     CU_ASSERT_EQUAL(dp_codec_encode_snapshot(c, &s, buf, sizeof buf, &len, err, sizeof err), DP_EINVAL);
     s = sample_snapshot(0);
-    s.schema_version = 2;
+    s.schema_version = 3;   /* 1 and 2 (incremental) are written */
     CU_ASSERT_EQUAL(dp_codec_encode_snapshot(c, &s, buf, sizeof buf, &len, err, sizeof err), DP_EINVAL);
     s = sample_snapshot(0);
     s.input_offset = -1;
@@ -1152,7 +1152,10 @@ static void test_crafted_malformed(void)
     dp_codec_snapshot s = sample_snapshot(0), sd;
     CU_ASSERT_FATAL(dp_codec_encode_snapshot_buf(c, &s, &b, err, sizeof err) == DP_OK);
     CU_ASSERT_EQUAL(b.data[0], 0x02);   /* schema_version 1 */
-    b.data[0] = 0x04;                   /* version 2 */
+    b.data[0] = 0x04;                   /* version 2: the incremental format, known */
+    CU_ASSERT_EQUAL(dp_codec_decode_snapshot(c, b.data, b.len, &sd, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(sd.schema_version, 2);
+    b.data[0] = 0x06;                   /* version 3 */
     CU_ASSERT_EQUAL(dp_codec_decode_snapshot(c, b.data, b.len, &sd, err, sizeof err), DP_EINVAL);
     CU_ASSERT(strstr(err, "version") != NULL);
     b.data[0] = 0x02;

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# restore_rss.sh — memory of a restore (bench/RESULTS.md, throughput): P
+# window streams of N individuals each (k = 3, c = 2), one per partition of
+# a P-partition updates topic, run through `dpstream run` for T steps on the
+# local broker; then
+#   steady   — the instance's RSS once every step is released (its state:
+#              P synthesizers of N individuals, plus librdkafka and buffers);
+#   restore  — a second instance (same instance id) restores all P
+#              partitions from the state topic: its peak RSS (VmHWM) by the
+#              time the restore is done, and its RSS right after.
+# The difference peak - after is what the restore holds on top of the
+# restored state; the restore's time is from the start of the second
+# instance to its "restored" line (group join included).  Prints one
+# RESULT line.  Not a test: numbers depend on the machine.  Topics have a
+# unique prefix and are deleted at the end with the consumer group (~450 MB
+# of broker disk per run at the defaults), through the project's Python
+# venv (confluent-kafka; scripts/install-deps.sh).
+# Usage: bash restore_rss.sh path/to/dpstream [N] [P] [T]
+set -euo pipefail
+BIN=$(realpath "${1:?usage: restore_rss.sh path/to/dpstream [N] [P] [T]}")
+N=${2:-1000000} P=${3:-4} T=${4:-2}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BOOT=${DPSTREAM_BOOTSTRAP_SERVERS:-$(bash "$ROOT/scripts/kafka-local.sh" bootstrap)}
+export DPSTREAM_BOOTSTRAP_SERVERS=$BOOT
+WORK=$(mktemp -d)
+PID=
+PREFIX=bench-rss-$$-$(date +%s)
+PY=${DPSTREAM_PYENV:-${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}/pyenv}/bin/python3
+cleanup() {
+    [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
+    rm -rf "$WORK"
+    "$PY" - "$BOOT" "$PREFIX" <<'EOF' || echo "could not delete the topics $PREFIX.*" >&2
+import sys
+from confluent_kafka.admin import AdminClient
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+topics = [t for t in a.list_topics(timeout=20).topics if t.startswith(sys.argv[2] + ".")]
+for f in (a.delete_topics(topics, operation_timeout=60).values() if topics else []):
+    f.result()
+for f in a.delete_consumer_groups([sys.argv[2] + ".processor"]).values():
+    try:
+        f.result()
+    except Exception:
+        pass   # never created (a failed run)
+EOF
+}
+trap cleanup EXIT
+KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+SEED=5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a
+
+cat > "$WORK/config.json" <<EOF
+{"topics": {"prefix": "$PREFIX"},
+ "streams": [{"prefix": "r/", "synthesizer": "window",
+              "config": {"horizon": $((T + 2)), "k": 3, "categories": 2, "rho": 0.005, "neighbors": "replace"}}]}
+EOF
+# one stream id per partition (the default partitioner: crc32(key) mod P)
+python3 - "$P" > "$WORK/streams" <<'EOF'
+import sys, zlib
+p, got, i = int(sys.argv[1]), {}, 0
+while len(got) < p:
+    s = f"r/{i}"
+    got.setdefault(zlib.crc32(s.encode()) % p, s)
+    i += 1
+print("\n".join(got[k] for k in sorted(got)))
+EOF
+: > "$WORK/input.jsonl"
+while read -r s; do
+    "$BIN" gen-panel --n "$N" --steps "$T" --categories 2 --stay 0.9 --seed-hex "$SEED" --stream "$s" \
+        --close-steps >> "$WORK/input.jsonl"
+done < "$WORK/streams"
+"$BIN" produce --config "$WORK/config.json" --input "$WORK/input.jsonl" --partitions "$P" > /dev/null
+rm "$WORK/input.jsonl"
+
+kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+run() {   # $1 = log file; waits for the grep pattern $2 to appear $3 times
+    : > "$1"
+    "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id rss --idle-timeout-ms 0 \
+        --log-level info 2> "$1" > /dev/null &
+    PID=$!
+    local deadline=$((SECONDS + 900))
+    until [ "$(grep -c "$2" "$1" || true)" -ge "$3" ]; do
+        kill -0 "$PID" 2>/dev/null || { tail "$1" >&2; echo "dpstream exited early" >&2; exit 1; }
+        [ $SECONDS -lt $deadline ] || { echo "timed out" >&2; exit 1; }
+        sleep 0.2
+    done
+}
+stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
+
+run "$WORK/a.err" "released step $T of stream" "$P"
+sleep 1
+steady=$(kb "$PID" VmRSS) steady_hwm=$(kb "$PID" VmHWM)
+stop
+t0=$(date +%s.%N)
+run "$WORK/b.err" "restored $P stream(s)" 1
+secs=$(echo "$(date +%s.%N) - $t0" | bc)
+peak=$(kb "$PID" VmHWM) after=$(kb "$PID" VmRSS)
+stop
+grep -q "restored $P stream(s)" "$WORK/b.err" || { echo "the second instance did not restore $P streams" >&2; exit 1; }
+echo "RESULT restore RSS: P=$P streams of N=$N (window k=3), T=$T: steady RSS $((steady / 1024)) MB" \
+     "(peak while running $((steady_hwm / 1024)) MB); restore: peak $((peak / 1024)) MB, after $((after / 1024)) MB," \
+     "peak - after $(((peak - after) / 1024)) MB; start to restored $(printf %.1f "$secs") s"
