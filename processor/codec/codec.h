@@ -221,12 +221,13 @@ int dp_codec_encode_snapshot_buf(dp_codec *c, const dp_codec_snapshot *s, dp_buf
  * reads such a message with Avro schema resolution against dpstream's own
  * schema (the reader's):
  *   * a field both schemas have must have the same type in both (the
- *     records, enums and unions inside it included: avro_schema_equal);
+ *     records, enums and unions inside it included, named types with
+ *     their full names, org.dpstream.v1.*: avro_schema_equal);
  *   * a field only the writer has is read and dropped;
  *   * a field only the reader has takes the reader's default — which only
  *     entity, payload and event_time have (null); a writer without stream,
  *     step or kind cannot be read;
- *   * the writer's record must be named Update (any namespace).
+ *   * the writer's record must be named Update (its own namespace is free).
  * That is Avro's resolution restricted to what avro-c 1.11 can be trusted
  * with (it cannot fill reader defaults itself, KAFKA.md): a writer a full
  * Avro implementation would also resolve through type promotion (e.g. an
