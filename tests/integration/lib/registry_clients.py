@@ -13,6 +13,12 @@ synthetic topic, both through the schema registry.  Not a test by itself.
       schema under dpstream's subject (BACKWARD, set by dpstream), so they
       are registered under "<topic>-value" (TopicNameStrategy), as a
       producer on other settings would.  OUT.json: the ids.
+  serialize REGISTRY TOPIC SCHEMAS_DIR INPUT.jsonl OUT.json
+      Serializes every update of INPUT.jsonl with the newer Update schema
+      (registering it), without producing: OUT.json is [[key, hex], ...];
+      prints the schema id.
+  produce-raw BOOT TOPIC IN.json
+      Produces what `serialize` wrote, as raw bytes: no registry needed.
   consume  BOOT REGISTRY TOPIC MANIFESTS OUT.jsonl
       Reads the synthetic topic (read_committed) until MANIFESTS release
       manifests arrived; one line per release: stream, step, records
@@ -113,6 +119,31 @@ def produce(boot, registry, topic, schemas_dir, input_path, out_path):
     json.dump(ids, open(out_path, "w"))
 
 
+def serialize(registry, topic, schemas_dir, input_path, out_path):
+    client = SchemaRegistryClient({"url": registry})
+    newer = update_schemas(schemas_dir)[1]
+    ser = AvroSerializer(client, json.dumps(newer),
+                         conf={"auto.register.schemas": True,
+                               "subject.name.strategy": topic_record_subject_name_strategy})
+    out = []
+    for line in open(input_path):
+        if line.strip():
+            u = to_avro(line, "newer")
+            out.append([u["stream"], ser(u, SerializationContext(topic, MessageField.VALUE)).hex()])
+    json.dump(out, open(out_path, "w"))
+    print(int(out[0][1][2:10], 16))
+
+
+def produce_raw(boot, topic, in_path):
+    p = Producer({"bootstrap.servers": boot, "enable.idempotence": True, "partitioner": "consistent_random"})
+    failed = []
+    for key, hexval in json.load(open(in_path)):
+        p.produce(topic, key=key.encode(), value=bytes.fromhex(hexval),
+                  on_delivery=lambda err, msg: failed.append(str(err)) if err else None)
+    if p.flush(30) != 0 or failed:
+        sys.exit(f"produce failed: {failed[:3]}")
+
+
 def row_value(v):
     # the SyntheticRow payload union: Category {value}, CategoricalRow {values}, Point {coordinates}
     for k in ("value", "values", "coordinates"):
@@ -154,6 +185,10 @@ if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "produce":
         produce(*args)
+    elif cmd == "serialize":
+        serialize(*args)
+    elif cmd == "produce-raw":
+        produce_raw(*args)
     elif cmd == "consume":
         consume(args[0], args[1], args[2], int(args[3]), args[4])
     else:
