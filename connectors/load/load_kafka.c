@@ -65,7 +65,7 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
     }
     /* the Update id from the config's schema registry, if it has one */
     dp_registry *reg = NULL;
-    if (k->cfg && (rc = dp_registry_setup(k->cfg, &reg, err, sizeof err)) != DP_OK) {
+    if (k->cfg && (rc = dp_registry_setup(k->cfg, DP_REGISTRY_REGISTER, &reg, err, sizeof err)) != DP_OK) {
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, rc, "%s", err);
     }

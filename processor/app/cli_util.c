@@ -43,11 +43,11 @@ int cli_log_format_option(const char *cmd, int argc, char **argv)
     return 0;
 }
 
-int cli_registry_ids(const char *cmd, dp_stream_config *cfg)
+int cli_registry_ids(const char *cmd, dp_stream_config *cfg, int read_only)
 {
     char err[1024];
     dp_registry *r = NULL;
-    if (dp_registry_setup(cfg, &r, err, sizeof err) != DP_OK) {
+    if (dp_registry_setup(cfg, read_only ? DP_REGISTRY_LOOKUP : DP_REGISTRY_REGISTER, &r, err, sizeof err) != DP_OK) {
         cli_fail(cmd, "%s", err);
         return -1;
     }

@@ -366,7 +366,7 @@ int cmd_inspect_snapshot(int argc, char **argv)
         status = rc == DP_EIO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
         goto out;
     }
-    if (cli_registry_ids(cmd, cfg) != 0) {
+    if (cli_registry_ids(cmd, cfg, 1) != 0) {
         status = CLI_EXIT_KAFKA;
         goto out;
     }

@@ -167,7 +167,7 @@ int cmd_run(int argc, char **argv)
     /* Before anything is consumed or written: every frame carries an id
      * the registry gave, or the run does not start. */
     dp_registry *registry = NULL;
-    if (dp_registry_setup(cfg, &registry, err, sizeof err) != DP_OK) {
+    if (dp_registry_setup(cfg, DP_REGISTRY_REGISTER, &registry, err, sizeof err) != DP_OK) {
         dp_stream_config_free(cfg);
         dp_key_wipe(&key);
         if (state_key_file)

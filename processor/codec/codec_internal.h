@@ -87,13 +87,11 @@ int dpc_read(dp_codec *c, dp_codec_type t, const void *data, size_t len, avro_va
  * the Avro body. */
 int dpc_unframe(const dp_codec *c, dp_codec_type t, const uint8_t **data, size_t *len, char *errstr,
                 size_t errstr_size);
-/* The Update decoder of codec_update_decode.c on an unframed body. */
-int dpc_decode_update_body(const uint8_t *p, size_t len, dp_update *out, dp_update_store *store,
-                           char *errstr, size_t errstr_size);
-/* Decode an Update framed with a foreign id through its writer (DP_OK,
- * DP_EINVAL, DP_ESCHEMA, DP_ENOTFOUND, DP_ENOMEM). */
-int dpc_decode_update_resolved(dp_codec *c, uint32_t id, const uint8_t *body, size_t len, dp_update *out,
-                               dp_update_store *store, char *errstr, size_t errstr_size);
+/* Re-encode the body of an Update framed with a foreign id, read through
+ * its writer schema, in dpstream's own schema: store->bytes[0, *out_len)
+ * (DP_OK, DP_EINVAL, DP_ESCHEMA, DP_ENOTFOUND, DP_ENOMEM). */
+int dpc_resolve_update(dp_codec *c, uint32_t id, const uint8_t *body, size_t len, dp_update_store *store,
+                       size_t *out_len, char *errstr, size_t errstr_size);
 void dpc_writers_free(dp_codec *c);
 
 /* The Update decoder through avro-c's generic values (dpc_read), which

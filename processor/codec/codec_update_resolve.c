@@ -11,7 +11,8 @@
  *           of the writer's schema, copy mapped fields into a value of the
  *           reader's schema, set absent ones to their default (null), and
  *           re-encode that value into the caller's store; the direct
- *           decoder then reads it, so every Update rule applies unchanged.
+ *           decoder (codec_update_decode.c, the caller) then reads it, so
+ *           every Update rule applies unchanged.
  * The extra encode costs a few microseconds per message, paid only by
  * producers that are not on dpstream's own schema. */
 #include "codec/codec_internal.h"
@@ -101,7 +102,7 @@ static const char *resolve_fields(const dp_codec *c, dpc_writer *w, char *why, s
         return why;
     }
     for (int i = 0; i < UPD_NFIELDS; i++) {
-        const char *field = dpc_field_names[DP_CODEC_UPDATE][i];
+        const char *field = avro_schema_record_field_name(rs, i);   /* the order codec.c checked */
         int wi = avro_schema_record_field_get_index(ws, field);
         if (wi < 0) {
             /* Only the optional fields have a default (null) in Update.avsc. */
@@ -206,10 +207,9 @@ static int fill_resolved(dp_codec *c, dpc_writer *w)
     return DP_OK;
 }
 
-int dpc_decode_update_resolved(dp_codec *c, uint32_t id, const uint8_t *body, size_t len, dp_update *out,
-                               dp_update_store *store, char *errstr, size_t errstr_size)
+int dpc_resolve_update(dp_codec *c, uint32_t id, const uint8_t *body, size_t len, dp_update_store *store,
+                       size_t *out_len, char *errstr, size_t errstr_size)
 {
-    memset(out, 0, sizeof *out);
     dpc_writer *w = writer_find(c, id);
     if (!w)
         return dp_err(errstr, errstr_size, DP_ENOTFOUND, "Update: writer schema id %u is not known yet", id);
@@ -246,5 +246,6 @@ int dpc_decode_update_resolved(dp_codec *c, uint32_t id, const uint8_t *body, si
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, "Update (writer schema id %u): resolving into dpstream's schema: %s", id,
                       rc == DP_ENOMEM ? "out of memory" : avro_strerror());
-    return dpc_decode_update_body(store->bytes, n, out, store, errstr, errstr_size);
+    *out_len = n;
+    return DP_OK;
 }

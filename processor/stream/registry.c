@@ -348,42 +348,62 @@ static int subject_path(dp_registry *r, const char *fmt, const char *subject, ch
     return DP_OK;
 }
 
-int dp_registry_register(dp_registry *r, const char *subject, const char *schema_json, uint32_t *id,
-                         char *errstr, size_t errstr_size)
+/* POST {"schema": schema_json} to path; the answer's "id". */
+static int post_schema(dp_registry *r, const char *path, const char *subject, const char *schema_json, int lookup,
+                       uint32_t *id, char *errstr, size_t errstr_size)
 {
-    char path[1024], why[400];
-    int rc = subject_path(r, "/subjects/%s/versions", subject, path, sizeof path, errstr, errstr_size);
-    if (rc != DP_OK)
-        return rc;
+    char why[400];
     json_t *req = json_pack("{s:s}", "schema", schema_json);
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!body)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "schema registry: out of memory");
     long status = 0;
-    rc = request(r, "POST", path, body, &status, errstr, errstr_size);
+    int rc = request(r, "POST", path, body, &status, errstr, errstr_size);
     free(body);
     if (rc != DP_OK)
         return rc;
-    if (status == 409 || status == 422) {
+    const char *what = lookup ? "looking up the schema of" : "registering under";
+    if (lookup && status == 404) {
+        answer_text(r, status, why, sizeof why);
+        return dp_err(errstr, errstr_size, DP_ENOTFOUND,
+                      "schema registry: dpstream's schema is not registered under subject %s (%s); `dpstream run` or "
+                      "`produce` registers it", subject, why);
+    }
+    if (!lookup && (status == 409 || status == 422)) {
         answer_text(r, status, why, sizeof why);
         return dp_err(errstr, errstr_size, DP_ESCHEMA, "schema registry refused the schema under subject %s: %s",
                       subject, why);
     }
     if (status != 200) {
         answer_text(r, status, why, sizeof why);
-        return dp_err(errstr, errstr_size, DP_EIO, "schema registry: registering under subject %s: %s", subject,
-                      why);
+        return dp_err(errstr, errstr_size, DP_EIO, "schema registry: %s subject %s: %s", what, subject, why);
     }
     json_t *j = json_loadb((const char *)r->resp.data, r->resp.len, 0, NULL);
     json_t *jid = j ? json_object_get(j, "id") : NULL;
     json_int_t v = json_is_integer(jid) ? json_integer_value(jid) : 0;
     json_decref(j);
     if (v < 1 || v > INT32_MAX)
-        return dp_err(errstr, errstr_size, DP_EIO, "schema registry: registering under subject %s: no valid id in %.200s",
+        return dp_err(errstr, errstr_size, DP_EIO, "schema registry: %s subject %s: no valid id in %.200s", what,
                       subject, (const char *)r->resp.data);
     *id = (uint32_t)v;
     return DP_OK;
+}
+
+int dp_registry_register(dp_registry *r, const char *subject, const char *schema_json, uint32_t *id,
+                         char *errstr, size_t errstr_size)
+{
+    char path[1024];
+    int rc = subject_path(r, "/subjects/%s/versions", subject, path, sizeof path, errstr, errstr_size);
+    return rc != DP_OK ? rc : post_schema(r, path, subject, schema_json, 0, id, errstr, errstr_size);
+}
+
+int dp_registry_lookup(dp_registry *r, const char *subject, const char *schema_json, uint32_t *id,
+                       char *errstr, size_t errstr_size)
+{
+    char path[1024];
+    int rc = subject_path(r, "/subjects/%s", subject, path, sizeof path, errstr, errstr_size);
+    return rc != DP_OK ? rc : post_schema(r, path, subject, schema_json, 1, id, errstr, errstr_size);
 }
 
 int dp_registry_schema(dp_registry *r, uint32_t id, char **schema_json, char *errstr, size_t errstr_size)

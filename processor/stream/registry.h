@@ -59,6 +59,10 @@ void dp_registry_free(dp_registry *r);
  * incompatible with the subject's earlier versions (409) or invalid (422). */
 int dp_registry_register(dp_registry *r, const char *subject, const char *schema_json, uint32_t *id,
                          char *errstr, size_t errstr_size);
+/* POST /subjects/{subject}: the id of schema_json if it is registered
+ * under subject (nothing is registered); DP_ENOTFOUND if it is not. */
+int dp_registry_lookup(dp_registry *r, const char *subject, const char *schema_json, uint32_t *id,
+                       char *errstr, size_t errstr_size);
 /* GET /schemas/ids/{id}: *schema_json (malloc'd) is the schema's text.
  * DP_ENOTFOUND if the registry has no schema with that id (404);
  * DP_ESCHEMA if it is not an Avro schema (schemaType JSON or PROTOBUF). */

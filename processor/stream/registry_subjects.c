@@ -32,7 +32,8 @@ int dp_registry_subject(const dp_stream_config *c, dp_codec_type t, char *out, s
     return w < 0 || (size_t)w >= n ? DP_ERANGE : DP_OK;
 }
 
-int dp_registry_setup(dp_stream_config *c, dp_registry **out, char *errstr, size_t errstr_size)
+int dp_registry_setup(dp_stream_config *c, dp_registry_mode mode, dp_registry **out, char *errstr,
+                      size_t errstr_size)
 {
     *out = NULL;
     if (!c->registry)
@@ -49,10 +50,15 @@ int dp_registry_setup(dp_stream_config *c, dp_registry **out, char *errstr, size
             break;
         }
         uint32_t id = 0;
-        rc = dp_registry_register(r, subject, dp_codec_schema_json((dp_codec_type)t), &id, errstr, errstr_size);
+        const char *json = dp_codec_schema_json((dp_codec_type)t);
+        if (mode == DP_REGISTRY_LOOKUP) {
+            rc = dp_registry_lookup(r, subject, json, &id, errstr, errstr_size);
+        } else {
+            rc = dp_registry_register(r, subject, json, &id, errstr, errstr_size);
+        }
         /* The level goes on after the first version exists: a registry may
          * refuse configuring a subject it does not know yet. */
-        if (rc == DP_OK && c->registry->compatibility)
+        if (rc == DP_OK && mode == DP_REGISTRY_REGISTER && c->registry->compatibility)
             rc = dp_registry_set_compatibility(r, subject, c->registry->compatibility, errstr, errstr_size);
         if (rc == DP_OK) {
             c->schema_ids[t] = id;

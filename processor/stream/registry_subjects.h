@@ -27,13 +27,20 @@ const char *dp_registry_topic_of(const dp_stream_config *c, dp_codec_type t);
 /* "<topic>-org.dpstream.v1.<Name>" into out; DP_OK or DP_ERANGE. */
 int dp_registry_subject(const dp_stream_config *c, dp_codec_type t, char *out, size_t n);
 
-/* With a "schema_registry" in c: connect, register the six schemas under
- * their subjects (setting the configured compatibility level on each), and
- * store the ids in c (c->schema_ids; framing is CONFLUENT already), so
- * every codec made from c frames with them.  *out is the client, for the
- * processor's lookups of writer schemas (NULL when c has no registry).
- * Fails (DP_EIO, DP_ESCHEMA) with the registry's answer: dpstream does not
- * run on ids it could not register. */
-int dp_registry_setup(dp_stream_config *c, dp_registry **out, char *errstr, size_t errstr_size);
+/* How dp_registry_setup gets the ids. */
+typedef enum dp_registry_mode {
+    DP_REGISTRY_REGISTER,   /* writers: register (idempotent) and set the compatibility level */
+    DP_REGISTRY_LOOKUP,     /* read-only tools: find the ids, change nothing in the registry */
+} dp_registry_mode;
+
+/* With a "schema_registry" in c: connect, register (or look up) the six
+ * schemas under their subjects, and store the ids in c (c->schema_ids;
+ * framing is CONFLUENT already), so every codec made from c frames with
+ * them.  *out is the client, for the processor's lookups of writer schemas
+ * (NULL when c has no registry).  Fails (DP_EIO, DP_ESCHEMA, DP_ENOTFOUND
+ * for a lookup of a schema never registered) with the registry's answer:
+ * dpstream does not run on ids it could not get. */
+int dp_registry_setup(dp_stream_config *c, dp_registry_mode mode, dp_registry **out, char *errstr,
+                      size_t errstr_size);
 
 #endif

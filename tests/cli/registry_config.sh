@@ -69,7 +69,7 @@ away() {   # $1 = name, rest = command
     DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 timeout 60 "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
     [ $rc -eq 4 ] || bad "$name: exit $rc, want 4 ($(head -c 400 "$WORK/err"))"
     [ $((SECONDS - start)) -le 10 ] || bad "$name: took $((SECONDS - start)) s"
-    grep -q "schema registry POST http://127.0.0.1:1/apis/ccompat/v7/subjects/dpstream.updates-org.dpstream.v1.Update/versions: .*after 2 attempts" "$WORK/err" \
+    grep -q "schema registry POST http://127.0.0.1:1/apis/ccompat/v7/subjects/dpstream.updates-org.dpstream.v1.Update\(/versions\)\?: .*after 2 attempts" "$WORK/err" \
         || bad "$name: no line naming the registry request and attempts: $(head -c 600 "$WORK/err")"
     grep -q "cannot reach 127.0.0.1:1" "$WORK/err" && bad "$name: Kafka was tried before the registry"
     grep -q "pa55word" "$WORK/err" && bad "$name: the user info is printed"
