@@ -55,7 +55,20 @@ full='{"url": "https://registry.example:8081/", "basic.auth.credentials.source":
 f=$(conf "$full")
 "$BIN" check-config --config "$f" > "$WORK/out" 2> "$WORK/err" || bad "a full schema_registry block refused: $(cat "$WORK/err")"
 grep -q "pa55word" "$WORK/out" "$WORK/err" && bad "check-config prints the user info"
-grep -q '"wire": *"confluent"\|Confluent-framed' "$WORK/out" || bad "check-config does not say the wire format is Confluent-framed: $(cat "$WORK/out")"
+grep -q 'Confluent-framed' "$WORK/out" || bad "check-config does not say the wire format is Confluent-framed: $(cat "$WORK/out")"
+grep -q 'schema registry https://registry.example:8081: .*dpstream.updates-org.dpstream.v1.Update; compatibility left as it is' "$WORK/out" \
+    || bad "check-config does not show the registry and its subjects: $(cat "$WORK/out")"
+"$BIN" check-config --config "$f" --json > "$WORK/out" 2> "$WORK/err" || bad "check-config --json: $(cat "$WORK/err")"
+python3 - "$WORK/out" <<'PY' || bad "check-config --json: schema_registry block wrong: $(cat "$WORK/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["schema_registry"]
+assert d["wire"] == "confluent"
+assert r["url"] == "https://registry.example:8081" and r["compatibility"] is None
+assert r["subjects"]["ReleaseManifest"] == "dpstream.synthetic-org.dpstream.v1.ReleaseManifest", r
+assert r["subjects"]["Snapshot"] == "dpstream.state-org.dpstream.v1.Snapshot", r
+assert "pa55word" not in open(sys.argv[1]).read()
+PY
 f=$(conf "$(printf '{"url": "http://127.0.0.1:1/apis/ccompat/v7", "basic.auth.user.info": "svc:pa55word", "max.retries": 1, "retries.wait.ms": 100, "request.timeout.ms": 2000}')")
 
 # --- the registry away: fail closed --------------------------------------------------
