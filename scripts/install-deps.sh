@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev libmicrohttpd-dev
-  libcurl4-openssl-dev curl unzip
+  libcurl4-openssl-dev curl unzip openssl
   kcat python3 python3-yaml python3-venv
   openjdk-17-jre-headless maven
   r-base-core r-cran-plm r-cran-spatstat.data
