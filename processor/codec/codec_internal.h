@@ -38,8 +38,6 @@ struct dp_codec {
     int              resolve_update_writers;
     dpc_writer     **writers;       /* by insertion; few (one per schema version met) */
     size_t           n_writers;
-    avro_value_t     resolved;      /* an Update value of the reader's schema to re-encode into */
-    int              has_resolved;
     dpc_slot         slot[DP_CODEC_TYPE_COUNT];
     avro_reader_t    reader;
     avro_writer_t    writer;

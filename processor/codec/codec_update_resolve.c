@@ -8,9 +8,9 @@
  *           (or "absent: take the default");
  *   decode: check the body against the *writer* schema (avro_check.h: the
  *           same guard the own schema gets), read it into a generic value
- *           of the writer's schema, copy mapped fields into a value of the
- *           reader's schema, set absent ones to their default (null), and
- *           re-encode that value into the caller's store; the direct
+ *           of the writer's schema, and write the reader's encoding into
+ *           the caller's store — each mapped field's own encoding (its
+ *           type is the reader's), null for each absent one; the direct
  *           decoder (codec_update_decode.c, the caller) then reads it, so
  *           every Update rule applies unchanged.
  * The extra encode costs a few microseconds per message, paid only by
@@ -62,9 +62,6 @@ void dpc_writers_free(dp_codec *c)
     free(c->writers);
     c->writers = NULL;
     c->n_writers = 0;
-    if (c->has_resolved)
-        avro_value_decref(&c->resolved);
-    c->has_resolved = 0;
 }
 
 static dpc_writer *writer_find(const dp_codec *c, uint32_t id)
@@ -182,28 +179,32 @@ int dp_codec_add_update_writer(dp_codec *c, uint32_t id, const char *schema_json
     return DP_OK;
 }
 
-/* Copy the writer's fields into c->resolved (the reader's schema). */
-static int fill_resolved(dp_codec *c, dpc_writer *w)
+/* The reader's encoding, field by field: a mapped field's value has the
+ * reader's type, so its own binary encoding is the reader's; an absent
+ * field is null, union branch 0 (one zero byte).  n: bytes needed, then
+ * (out != NULL) written to out. */
+static int encode_resolved(dp_codec *c, dpc_writer *w, uint8_t *out, size_t *n)
 {
-    if (!c->has_resolved) {
-        if (avro_generic_value_new(c->slot[DP_CODEC_UPDATE].iface, &c->resolved) != 0)
-            return DP_ENOMEM;
-        c->has_resolved = 1;
-    }
-    avro_value_reset(&c->resolved);
+    size_t total = 0;
+    if (out)
+        avro_writer_memory_set_dest(c->writer, (char *)out, (int64_t)*n);
     for (int i = 0; i < UPD_NFIELDS; i++) {
-        avro_value_t dst, src, branch;
-        if (avro_value_get_by_index(&c->resolved, (size_t)i, &dst, NULL) != 0)
-            return DP_EINVAL;
         if (w->map[i] < 0) {
-            if (avro_value_set_branch(&dst, 0, &branch) != 0 || avro_value_set_null(&branch) != 0)
+            static const char null_branch = 0;
+            if (out && avro_write(c->writer, (void *)&null_branch, 1) != 0)
                 return DP_EINVAL;
+            total += 1;
             continue;
         }
-        if (avro_value_get_by_index(&w->val, (size_t)w->map[i], &src, NULL) != 0 ||
-            avro_value_copy_fast(&dst, &src) != 0)
-            return errno == ENOMEM ? DP_ENOMEM : DP_EINVAL;
+        avro_value_t src;
+        size_t k = 0;
+        if (avro_value_get_by_index(&w->val, (size_t)w->map[i], &src, NULL) != 0 || avro_value_sizeof(&src, &k) != 0)
+            return DP_EINVAL;
+        if (out && avro_value_write(c->writer, &src) != 0)
+            return DP_EINVAL;
+        total += k;
     }
+    *n = total;
     return DP_OK;
 }
 
@@ -227,21 +228,16 @@ int dpc_resolve_update(dp_codec *c, uint32_t id, const uint8_t *body, size_t len
         return dp_err(errstr, errstr_size, oom ? DP_ENOMEM : DP_EINVAL, "Update (writer schema id %u): avro read: %s",
                       id, avro_strerror());
     }
-    int rc = fill_resolved(c, w);
     size_t n = 0;
-    if (rc == DP_OK && avro_value_sizeof(&c->resolved, &n) != 0)
-        rc = DP_EINVAL;
+    int rc = encode_resolved(c, w, NULL, &n);
     if (rc == DP_OK) {
         dp_vec v = {store->bytes, store->bytes_cap};
         rc = dp_vec_reserve(&v, n ? n : 1, 1);
         store->bytes = v.p;
         store->bytes_cap = v.cap;
     }
-    if (rc == DP_OK) {
-        avro_writer_memory_set_dest(c->writer, (char *)store->bytes, (int64_t)n);
-        if (avro_value_write(c->writer, &c->resolved) != 0)
-            rc = DP_EINVAL;
-    }
+    if (rc == DP_OK)
+        rc = encode_resolved(c, w, store->bytes, &n);
     avro_value_reset(&w->val);
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, "Update (writer schema id %u): resolving into dpstream's schema: %s", id,
