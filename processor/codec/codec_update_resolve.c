@@ -13,8 +13,8 @@
  *           type is the reader's), null for each absent one; the direct
  *           decoder (codec_update_decode.c, the caller) then reads it, so
  *           every Update rule applies unchanged.
- * The extra encode costs a few microseconds per message, paid only by
- * producers that are not on dpstream's own schema. */
+ * The extra read through avro-c and the encode are paid only by messages
+ * of producers that are not on dpstream's own schema (not measured). */
 #include "codec/codec_internal.h"
 #include "codec/avro_check.h"
 
