@@ -22,6 +22,7 @@
 #   DPSTREAM_REGISTRY_PORT=39081
 #   DPSTREAM_REGISTRY_DIR=/tmp/dpstream-registry   state: pid, log
 #   DPSTREAM_CACHE=$HOME/.cache/dpstream            built app (outside the build tree)
+#   DPSTREAM_M2_REPO=$HOME/.m2/repository           Maven's local repository for the build
 #   DPSTREAM_REGISTRY_HEAP=512m
 #   DPSTREAM_REGISTRY_START_TIMEOUT=90             seconds to wait for readiness
 #   JAVA=java  MVN=mvn  CURL=curl
