@@ -248,9 +248,10 @@ static int replay_manifest(export_run *x, replay_chunk *c, const json_t *o, cons
     const json_t *syn = json_object_get(o, "synthesizer"), *mode = json_object_get(o, "mode"),
                  *count = json_object_get(o, "record_count"), *clamped = json_object_get(o, "clamped"),
                  *debias = json_object_get(o, "debias");
+    dp_release_mode rmode;
     if (!json_is_string(syn) || !json_is_string(mode) || !json_is_integer(count) || json_integer_value(count) < 0 ||
         !json_is_boolean(clamped) || !json_is_object(debias) ||
-        (strcmp(json_string_value(mode), "FULL") != 0 && strcmp(json_string_value(mode), "DELTA") != 0)) {
+        dp_release_mode_parse(json_string_value(mode), &rmode) != 0) {
         bad_line(x, file, line_no, "not a valid manifest line");
         return DP_OK;
     }
@@ -281,7 +282,7 @@ static int replay_manifest(export_run *x, replay_chunk *c, const json_t *o, cons
     em.m.stream_id_len = slen;
     em.m.step = step;
     em.m.synthesizer = json_string_value(syn);
-    em.m.mode = strcmp(json_string_value(mode), "FULL") == 0 ? DP_RELEASE_FULL : DP_RELEASE_DELTA;
+    em.m.mode = rmode;
     em.m.record_count = (uint64_t)json_integer_value(count);
     em.m.clamped = json_is_true(clamped);
     em.m.debias = kv;

@@ -167,10 +167,10 @@ static int same_shape(const shape *a, const shape *b)
 static void csv_header(dp_jbuf *b, int with_step, const shape *s)
 {
     if (with_step) {
-        /* single layout: shapes may change between steps (window releases
-         * k-value rows at step k, then one value per step), so one
-         * "value" column holds a category or the values joined by ';' */
-        dp_jbuf_puts(b, "step,synthetic_id,value\n");
+        /* single layout: a tidy long table, one scalar per line, because a
+         * stream's record shape may change between steps (window releases
+         * k-value rows at step k, then one value per step) */
+        dp_jbuf_puts(b, "step,synthetic_id,component,value\n");
         return;
     }
     dp_jbuf_puts(b, "synthetic_id");
@@ -188,31 +188,39 @@ static void csv_header(dp_jbuf *b, int with_step, const shape *s)
     dp_jbuf_puts(b, "\n");
 }
 
+/* One line of the single layout's long table: component is 1-based. */
+static void csv_long_cell(dp_jbuf *b, uint64_t step, uint64_t id, size_t component)
+{
+    dp_jbuf_u64(b, step);
+    dp_jbuf_puts(b, ",");
+    dp_jbuf_u64(b, id);
+    dp_jbuf_puts(b, ",");
+    dp_jbuf_u64(b, component);
+    dp_jbuf_puts(b, ",");
+}
+
 static void csv_record(dp_jbuf *b, int with_step, uint64_t step, const dp_synth_record *r)
 {
-    if (with_step) {
-        dp_jbuf_u64(b, step);
-        dp_jbuf_puts(b, ",");
-    }
-    dp_jbuf_u64(b, r->synthetic_id);
     const dp_payload *p = &r->value;
     if (with_step) {
-        dp_jbuf_puts(b, ",");
-        if (p->kind == DP_PAYLOAD_CATEGORY)
+        if (p->kind == DP_PAYLOAD_CATEGORY) {
+            csv_long_cell(b, step, r->synthetic_id, 1);
             dp_jbuf_i64(b, p->category);
+            dp_jbuf_puts(b, "\n");
+        }
         for (size_t i = 0; p->kind == DP_PAYLOAD_ROW && i < p->row_len; i++) {
-            if (i)
-                dp_jbuf_puts(b, ";");
+            csv_long_cell(b, step, r->synthetic_id, i + 1);
             dp_jbuf_i64(b, p->row[i]);
+            dp_jbuf_puts(b, "\n");
         }
         for (size_t i = 0; p->kind == DP_PAYLOAD_POINT && i < p->point_len; i++) {
-            if (i)
-                dp_jbuf_puts(b, ";");
+            csv_long_cell(b, step, r->synthetic_id, i + 1);
             dp_jbuf_double(b, p->point[i]);
+            dp_jbuf_puts(b, "\n");
         }
-        dp_jbuf_puts(b, "\n");
         return;
     }
+    dp_jbuf_u64(b, r->synthetic_id);
     if (p->kind == DP_PAYLOAD_CATEGORY) {
         dp_jbuf_puts(b, ",");
         dp_jbuf_i64(b, p->category);

@@ -454,7 +454,11 @@ int dp_update_json_format_manifest(dp_jbuf *b, const dp_release_manifest *m)
     dp_jbuf_u64(b, m->step);
     rc |= put_str_field(b, "synthesizer", m->synthesizer, m->synthesizer ? strlen(m->synthesizer) : 0, 0);
     put_key(b, "mode", 0);
-    dp_jbuf_puts(b, m->mode == DP_RELEASE_DELTA ? "\"DELTA\"" : "\"FULL\"");
+    const char *mode = dp_release_mode_name(m->mode);
+    rc |= mode ? 0 : -1;
+    dp_jbuf_puts(b, "\"");
+    dp_jbuf_puts(b, mode ? mode : "");
+    dp_jbuf_puts(b, "\"");
     put_key(b, "record_count", 0);
     dp_jbuf_u64(b, m->record_count);
     put_key(b, "clamped", 0);

@@ -110,7 +110,7 @@ int dp_update_json_format(dp_jbuf *b, const dp_update *u);
 int dp_update_json_format_record(dp_jbuf *b, const char *stream_id, size_t stream_id_len,
                                  uint64_t step, const dp_synth_record *r);
 
-/* Keys: type ("manifest"), stream, step, synthesizer, mode ("FULL"|"DELTA"),
+/* Keys: type ("manifest"), stream, step, synthesizer, mode ("FULL"|"DELTA"|"NONE"),
  * record_count, clamped (bool), imputed_count, debias ({key: number} in the
  * synthesizer's order). */
 int dp_update_json_format_manifest(dp_jbuf *b, const dp_release_manifest *m);

@@ -27,10 +27,26 @@ static const command COMMANDS[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: dpstream <command> [options]\n\ncommands:\n");
+    fprintf(f, "usage: dpstream <command> [options]\n"
+               "       dpstream help [COMMAND] | --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         fprintf(f, "  %-16s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(f, "\n'dpstream <command> --help' describes a command's options.\n");
+    fprintf(f, "\n'dpstream help <command>' (or 'dpstream <command> --help') describes its options.\n");
+}
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (strcmp(name, COMMANDS[i].name) == 0)
+            return &COMMANDS[i];
+    return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+    fprintf(stderr, "dpstream: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return 2;
 }
 
 int main(int argc, char **argv)
@@ -39,14 +55,23 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    const char *a = argv[1];
+    if (strcmp(a, "--version") == 0 || strcmp(a, "version") == 0) {
+        printf("dpstream %s\n", DPSTREAM_VERSION);
+        return 0;
+    }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || (strcmp(a, "help") == 0 && argc == 2)) {
         usage(stdout);
         return 0;
     }
-    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        if (strcmp(argv[1], COMMANDS[i].name) == 0)
-            return COMMANDS[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "dpstream: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return 2;
+    if (strcmp(a, "help") == 0) {
+        /* `help CMD` is `CMD --help`: each command owns its usage text */
+        const command *c = find_command(argv[2]);
+        if (!c)
+            return unknown_command(argv[2]);
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return c->run(2, help_argv);
+    }
+    const command *c = find_command(a);
+    return c ? c->run(argc - 1, argv + 1) : unknown_command(a);
 }

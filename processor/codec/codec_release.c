@@ -8,7 +8,7 @@
 
 #include "core/dp_error.h"
 
-_Static_assert(DP_RELEASE_FULL == 0 && DP_RELEASE_DELTA == 1,
+_Static_assert(DP_RELEASE_FULL == 0 && DP_RELEASE_DELTA == 1 && DP_RELEASE_NONE == 2 && DP_RELEASE_MODE_COUNT == 3,
                "dp_release_mode must match ReleaseMode's symbols");
 
 /* --- SyntheticRecord --------------------------------------------------------- */
@@ -278,8 +278,11 @@ static int fill_manifest(dp_codec *c, const dp_codec_manifest *cm, char *errstr,
     if (m->step < 1 || m->step > (uint64_t)INT64_MAX)
         return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: step %llu outside 1..2^63-1",
                       (unsigned long long)m->step);
-    if (m->mode != DP_RELEASE_FULL && m->mode != DP_RELEASE_DELTA)
+    if (!dp_release_mode_name(m->mode))
         return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: unknown mode %d", (int)m->mode);
+    if (m->mode == DP_RELEASE_NONE && m->record_count != 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: mode NONE with %llu records",
+                      (unsigned long long)m->record_count);
     if (m->record_count > (uint64_t)INT64_MAX ||
         cm->chunk_count > (uint32_t)INT32_MAX)
         return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: count out of range");
@@ -354,6 +357,11 @@ int dp_codec_decode_manifest(dp_codec *c, const void *data, size_t len, dp_codec
     if (step < 1 || records < 0 || chunks < 0)
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       "ReleaseManifest: step must be >= 1 and counts >= 0");
+    if (!dp_release_mode_name((dp_release_mode)mode))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: unknown mode %d", mode);
+    if (mode == DP_RELEASE_NONE && records != 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: mode NONE with %lld records",
+                      (long long)records);
     if (sum_len != DP_CODEC_CHECKSUM_BYTES)
         return dp_err(errstr, errstr_size, DP_EINVAL, "ReleaseManifest: checksum of %zu bytes", sum_len);
     if ((rc = dpc_get_str(&f[MAN_STREAM], &m->stream_id, &m->stream_id_len, 1,

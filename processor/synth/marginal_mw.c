@@ -95,48 +95,105 @@ static int mw_copy(dp_mmodel *dst, const dp_mmodel *src)
 
 static double mw_total(const dp_mmodel *m) { return m->total; }
 
-/* Odometer over the domain: cell of x in w for x = 0, 1, … without divisions. */
-typedef struct odometer {
-    const dp_marginal_config   *c;
-    const dp_marginal_workload *w;
-    uint32_t digit[DP_MARGINAL_MAX_ATTRS];
+/* A workload's cells as blocks of the domain (mixed radix, attribute 0
+ * most significant; workload attributes ascending).  Past the workload's
+ * last attribute L the remaining attributes form a contiguous run of
+ * `inner` weights that all fall in the same workload cell, and within one
+ * value of attributes 0..L−1 the L-th digit steps the cell by mult[L].  So
+ * a pass over the domain is a short odometer over the prefix digits, a
+ * loop over L's values, and a contiguous inner run — no per-weight digit
+ * arithmetic.  This is where `mw` spends its time (every fit update and
+ * every selection reads or rescales all |X| weights), so it is written to
+ * stream memory once per pass. */
+typedef struct wblocks {
+    uint64_t prefixes;                      /* values of attributes 0..L−1 */
+    uint32_t n_last;                        /* |attribute L| */
+    uint64_t inner;                         /* weights per (prefix, L-value) block */
     uint64_t mult[DP_MARGINAL_MAX_ATTRS];   /* weight of attribute a in w's cell index (0 if not in w) */
-    uint64_t cell;
-} odometer;
+} wblocks;
 
-static void odo_init(odometer *o, const dp_marginal_config *c, const dp_marginal_workload *w)
+static void wblocks_init(wblocks *b, const dp_marginal_config *c, const dp_marginal_workload *w)
 {
-    memset(o, 0, sizeof *o);
-    o->c = c;
-    o->w = w;
+    memset(b, 0, sizeof *b);
     uint64_t mul = 1;
     for (uint32_t j = w->k; j-- > 0;) {
-        o->mult[w->attrs[j]] = mul;
+        b->mult[w->attrs[j]] = mul;
         mul *= c->sizes[w->attrs[j]];
     }
+    uint32_t last = w->attrs[w->k - 1];
+    b->prefixes = 1;
+    for (uint32_t a = 0; a < last; a++)
+        b->prefixes *= c->sizes[a];
+    b->n_last = c->sizes[last];
+    b->inner = 1;
+    for (uint32_t a = last + 1; a < c->n_attrs; a++)
+        b->inner *= c->sizes[a];
 }
 
-static inline void odo_next(odometer *o)
+/* The next prefix's base cell: odometer over attributes L−1..0. */
+static inline uint64_t wblocks_next(const wblocks *b, const dp_marginal_config *c, const dp_marginal_workload *w,
+                                    uint32_t *digit, uint64_t base)
 {
-    for (uint32_t a = o->c->n_attrs; a-- > 0;) {
-        if (++o->digit[a] < o->c->sizes[a]) {
-            o->cell += o->mult[a];
-            return;
-        }
-        o->cell -= o->mult[a] * (o->c->sizes[a] - 1);
-        o->digit[a] = 0;
+    for (uint32_t a = w->attrs[w->k - 1]; a-- > 0;) {
+        if (++digit[a] < c->sizes[a])
+            return base + b->mult[a];
+        base -= b->mult[a] * (c->sizes[a] - 1);
+        digit[a] = 0;
     }
+    return base;
+}
+
+static inline double sum_run(const double *x, uint64_t n)
+{
+    /* four partial sums: a fixed order, so still deterministic */
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += x[i];
+        s1 += x[i + 1];
+        s2 += x[i + 2];
+        s3 += x[i + 3];
+    }
+    for (; i < n; i++)
+        s0 += x[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
 void dp_marginal_dense_marginal(const dp_marginal_config *c, const double *counts, const dp_marginal_workload *w,
                                 double *out)
 {
     memset(out, 0, w->cells * sizeof *out);
-    odometer o;
-    odo_init(&o, c, w);
-    uint64_t n = domain_cells(c);
-    for (uint64_t x = 0; x < n; x++, odo_next(&o))
-        out[o.cell] += counts[x];
+    wblocks b;
+    wblocks_init(&b, c, w);
+    uint32_t digit[DP_MARGINAL_MAX_ATTRS] = {0};
+    uint64_t base = 0, step = b.mult[w->attrs[w->k - 1]];
+    const double *x = counts;
+    for (uint64_t p = 0; p < b.prefixes; p++) {
+        for (uint32_t d = 0; d < b.n_last; d++, x += b.inner)
+            out[base + d * step] += b.inner == 1 ? x[0] : sum_run(x, b.inner);
+        base = wblocks_next(&b, c, w, digit, base);
+    }
+}
+
+/* p(x) ← max(p(x)·f[cell of x in w], floor), one pass. */
+static void scale_by_workload(const dp_marginal_config *c, double *p, const dp_marginal_workload *w,
+                              const double *f, double floor)
+{
+    wblocks b;
+    wblocks_init(&b, c, w);
+    uint32_t digit[DP_MARGINAL_MAX_ATTRS] = {0};
+    uint64_t base = 0, step = b.mult[w->attrs[w->k - 1]];
+    double *x = p;
+    for (uint64_t q = 0; q < b.prefixes; q++) {
+        for (uint32_t d = 0; d < b.n_last; d++, x += b.inner) {
+            double fd = f[base + d * step];
+            for (uint64_t i = 0; i < b.inner; i++) {
+                double v = x[i] * fd;
+                x[i] = v < floor ? floor : v;
+            }
+        }
+        base = wblocks_next(&b, c, w, digit, base);
+    }
 }
 
 static int mw_marginal(const dp_mmodel *m, const dp_marginal_workload *w, double *out)
@@ -170,16 +227,20 @@ static int mw_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, u
             const dp_marginal_workload *w = ms[i].w;
             double *q = m->scratch;
             dp_marginal_dense_marginal(m->cfg, m->p, w, q);
+            /* The factors' normaliser is known from the marginal: after
+             * p(x)·f_c the mass is Σ_c q_c·f_c, so dividing f by it keeps p
+             * a distribution without a second pass over the domain. */
+            double mass = 0;
             for (uint64_t c = 0; c < w->cells; c++) {
                 double target = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
                 double e = log((target + 0.5) / (q[c] * scale + 0.5));
-                q[c] = exp(e > MW_MAX_EXPONENT ? MW_MAX_EXPONENT : e < -MW_MAX_EXPONENT ? -MW_MAX_EXPONENT : e);
+                double f = exp(e > MW_MAX_EXPONENT ? MW_MAX_EXPONENT : e < -MW_MAX_EXPONENT ? -MW_MAX_EXPONENT : e);
+                mass += q[c] * f;
+                q[c] = f;
             }
-            odometer o;
-            odo_init(&o, m->cfg, w);
-            for (uint64_t x = 0; x < m->cells; x++, odo_next(&o))
-                m->p[x] *= q[o.cell];
-            normalize(m);
+            for (uint64_t c = 0; c < w->cells; c++)
+                q[c] /= mass;
+            scale_by_workload(m->cfg, m->p, w, q, MW_MIN_WEIGHT);
         }
     return DP_OK;
 }

@@ -52,8 +52,7 @@
  * Public (ALGORITHMS.md §1): the configuration, the step boundaries, and
  * everything derived from released outputs — the tree's shape (PrivTree's
  * output), the leaves' noisy counts and the synthetic points. */
-#include "synth/spatial.h"
-#include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
+#include "synth/spatial_release.h"
 
 #include "core/counter.h"
 #include "core/dp_error.h"
@@ -65,48 +64,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPATIAL_REL_MAGIC 0x4c455253u   /* "SREL" */
 #define NAME "spatial"
 #define UNIT_BITS 20
-
-typedef enum node_status { NODE_BELOW = 0, NODE_LEAF = 1, NODE_INTERNAL = 2 } node_status;
-
-typedef struct spatial_release {
-    dp_spatial_config cfg;
-    const dp_key     *key;
-    char             *stream_id;
-    size_t            stream_id_len;
-    /* plan */
-    uint64_t          tree_units, count_units;
-    double            eps_tree, eps_count;   /* per event */
-    dp_privtree       privtree;
-    dp_counter_config ccfg;
-    /* state */
-    uint64_t          done;                  /* input steps closed */
-    int               exhausted;
-    dp_ledger         ledger;                /* the last release step's */
-    dp_stats          pending;               /* ∇ of input steps not yet released (t < t₀) */
-    dp_ptree          tree;
-    uint32_t          cap;                   /* capacity of the per-node arrays */
-    dp_counter      **cnt;                   /* per node; NULL until the node is first a leaf */
-    int64_t          *C;                     /* the counter's last output */
-    double           *A, *D;                 /* the extension's parts (header) */
-    double           *syn;                   /* released measure of the node's cell */
-    uint8_t          *status;                /* node_status in the last release */
-    uint8_t          *prev_status;           /* ... in the one before (during a step) */
-    uint32_t         *gen;                   /* times the node became a leaf (its points' key) */
-    uint64_t         *prev_pts;              /* points of the node in the last release if a leaf */
-    /* last release */
-    uint64_t          leaves, max_leaf_depth, points;
-    int               clamped, truncated;
-    /* scratch */
-    uint32_t         *queue;
-    dp_cell_sums      net, added;            /* the step's ∇f_t and ∇f⁺_t by finest cell */
-    uint64_t         *leaf_pts;
-    double           *weights;
-    uint64_t          next_id;
-    double            point_buf[DP_PARTITION_MAX_DIM];
-} spatial_release;
 
 static void spatial_release_destroy(dp_release_half *rel)
 {
@@ -134,39 +93,6 @@ static void spatial_release_destroy(dp_release_half *rel)
     dp_ledger_free(&m->ledger);
     free(m->stream_id);
     free(m);
-}
-
-/* Grow the per-node arrays to the tree's node count (new nodes zeroed). */
-static int reserve_nodes(spatial_release *m, uint32_t n)
-{
-    if (n <= m->cap)
-        return DP_OK;
-    uint32_t cap = m->cap ? m->cap : 16;
-    while (cap < n)
-        cap = cap > UINT32_MAX / 2 ? n : cap * 2;
-#define GROW(field)                                                              \
-    do {                                                                         \
-        void *p_ = realloc(m->field, (size_t)cap * sizeof *m->field);            \
-        if (!p_)                                                                 \
-            return DP_ENOMEM;                                                    \
-        m->field = p_;                                                           \
-        memset(m->field + m->cap, 0, (size_t)(cap - m->cap) * sizeof *m->field); \
-    } while (0)
-    GROW(cnt);
-    GROW(C);
-    GROW(A);
-    GROW(D);
-    GROW(syn);
-    GROW(status);
-    GROW(prev_status);
-    GROW(gen);
-    GROW(prev_pts);
-    GROW(queue);
-    GROW(leaf_pts);
-    GROW(weights);
-#undef GROW
-    m->cap = cap;
-    return DP_OK;
 }
 
 static int new_step_ledger(spatial_release *m, char *errstr, size_t errstr_size)
@@ -232,7 +158,7 @@ static int spatial_release_create(dp_release_half **out, const json_t *config, c
     dp_cell_sums_init(&m->net, m->cfg.max_depth);
     dp_cell_sums_init(&m->added, m->cfg.max_depth);
     if (!(m->stream_id = malloc(m->stream_id_len + 1)) || dp_ptree_init(&m->tree, m->cfg.max_nodes) != DP_OK ||
-        reserve_nodes(m, 1) != DP_OK) {
+        sp_reserve_nodes(m, 1) != DP_OK) {
         spatial_release_destroy((dp_release_half *)m);
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     }
@@ -286,7 +212,7 @@ static int materialise_children(spatial_release *m, uint32_t v)
         return DP_OK;
     int rc = dp_ptree_split(&m->tree, v);
     if (rc == DP_OK)
-        rc = reserve_nodes(m, m->tree.n);
+        rc = sp_reserve_nodes(m, m->tree.n);
     if (rc != DP_OK)
         return rc;
     uint32_t c = m->tree.nodes[v].child;
@@ -370,8 +296,6 @@ static int count_leaves(spatial_release *m, uint32_t n_leaves, char *errstr, siz
     }
     return DP_OK;
 }
-
-static void extend(spatial_release *m) { dp_ptree_extend(&m->tree, m->C, m->A, m->D); }
 
 /* The paper's release: round⁺(g_t(v)) points in each leaf, cut
  * proportionally at max_release_points.  Every leaf's rounding at 0 adds
@@ -628,7 +552,7 @@ static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_st
                                         (unsigned long long)step)
                                : rc;
     }
-    extend(m);
+    sp_extend(m);
     leaf_points(m, rstep, n_leaves);
     dp_stats_clear(&m->pending, step);
     if ((rc = emit_points(m, n_leaves, m->prev_pts, sink)) != 0)
@@ -685,111 +609,6 @@ static int spatial_release_describe(const dp_release_half *rel, dp_synth_plan *o
     return rc;
 }
 
-/* --- snapshots ----------------------------------------------------------------------- */
-
-static int spatial_release_save(const dp_release_half *rel, dp_buf *b)
-{
-    const spatial_release *m = (const spatial_release *)rel;
-    dp_buf_put_u32(b, SPATIAL_REL_MAGIC);
-    dp_buf_put_u32(b, m->cfg.box.d);
-    dp_buf_put_u32(b, m->cfg.max_depth);
-    dp_buf_put_u8(b, (uint8_t)m->cfg.variant);
-    dp_buf_put_u8(b, (uint8_t)m->cfg.delta_output);
-    dp_buf_put_f64(b, m->eps_tree);
-    dp_buf_put_f64(b, m->eps_count);
-    dp_buf_put_u64(b, m->done);
-    dp_buf_put_u8(b, (uint8_t)m->exhausted);
-    dp_buf_put_u64(b, m->leaves);
-    dp_buf_put_u64(b, m->max_leaf_depth);
-    dp_buf_put_u64(b, m->points);
-    dp_buf_put_u8(b, (uint8_t)m->clamped);
-    dp_buf_put_u8(b, (uint8_t)m->truncated);
-    int rc = dp_stats_save(&m->pending, b);
-    if (rc == DP_OK)
-        rc = dp_long_ledger_save(&m->ledger, b);
-    if (rc == DP_OK)
-        rc = dp_ptree_save(&m->tree, b);
-    for (uint32_t v = 0; v < m->tree.n && rc == DP_OK; v++) {
-        dp_buf_put_u8(b, m->status[v]);
-        dp_buf_put_u32(b, m->gen[v]);
-        dp_buf_put_f64(b, m->syn[v]);
-        dp_buf_put_i64(b, m->C[v]);
-        dp_buf_put_u8(b, m->cnt[v] != NULL);
-        if (m->cnt[v]) {
-            dp_buf cb;
-            dp_buf_init(&cb);
-            rc = dp_counter_snapshot(m->cnt[v], &cb);
-            if (rc == DP_OK)
-                dp_buf_put_blob(b, cb.data, cb.len);
-            dp_buf_free(&cb);
-        }
-    }
-    return rc == DP_OK ? dp_buf_status(b) : rc;
-}
-
-static int spatial_release_load(dp_release_half *rel, dp_reader *r)
-{
-    spatial_release *m = (spatial_release *)rel;
-    const dp_spatial_config *c = &m->cfg;
-    if (dp_reader_u32(r) != SPATIAL_REL_MAGIC || dp_reader_u32(r) != c->box.d || dp_reader_u32(r) != c->max_depth ||
-        dp_reader_u8(r) != (uint8_t)c->variant || dp_reader_u8(r) != (uint8_t)c->delta_output ||
-        dp_reader_f64(r) != m->eps_tree ||
-        dp_reader_f64(r) != m->eps_count)
-        return DP_ECORRUPT;
-    m->done = dp_reader_u64(r);
-    m->exhausted = dp_reader_u8(r) != 0;
-    m->leaves = dp_reader_u64(r);
-    m->max_leaf_depth = dp_reader_u64(r);
-    m->points = dp_reader_u64(r);
-    m->clamped = dp_reader_u8(r) != 0;
-    m->truncated = dp_reader_u8(r) != 0;
-    if (dp_reader_status(r) != DP_OK || (c->horizon && m->done > c->horizon) || m->max_leaf_depth > c->max_depth ||
-        m->points > c->max_release_points)
-        return DP_ECORRUPT;
-    dp_stats_free(&m->pending);
-    dp_stats_init(&m->pending, 0);
-    if (dp_stats_load(&m->pending, r) != DP_OK || dp_long_ledger_load(&m->ledger, r) != DP_OK)
-        return DP_ECORRUPT;
-    for (size_t i = 0; i < m->pending.n_cells; i++)
-        if ((m->pending.keys[i] >> 1) >> c->max_depth != 0 || llabs(m->pending.counts[i]) > ((int64_t)1 << 40))
-            return DP_ECORRUPT;
-    for (uint32_t v = 0; v < m->tree.n; v++)
-        dp_counter_destroy(m->cnt[v]), m->cnt[v] = NULL;
-    int rc = dp_ptree_load(&m->tree, r);
-    if (rc != DP_OK)
-        return rc;
-    if ((rc = reserve_nodes(m, m->tree.n)) != DP_OK)
-        return rc;
-    char why[128];
-    double leaf_total = 0;
-    for (uint32_t v = 0; v < m->tree.n; v++) {
-        const dp_pnode *node = &m->tree.nodes[v];
-        m->status[v] = dp_reader_u8(r);
-        m->gen[v] = dp_reader_u32(r);
-        m->syn[v] = dp_reader_f64(r);
-        m->C[v] = dp_reader_i64(r);
-        int has = dp_reader_u8(r);
-        if (dp_reader_status(r) != DP_OK || m->status[v] > NODE_INTERNAL || !isfinite(m->syn[v]) || m->syn[v] < 0 ||
-            m->syn[v] > 1e16 || has > 1 || node->depth > c->max_depth || m->C[v] > ((int64_t)1 << 50) ||
-            m->C[v] < -((int64_t)1 << 50) || (m->status[v] == NODE_INTERNAL && node->child == DP_PTREE_NONE))
-            return DP_ECORRUPT;
-        /* a leaf's released points: a whole number, all leaves within max_release_points */
-        if (m->status[v] == NODE_LEAF) {
-            if (m->syn[v] != floor(m->syn[v]) || m->syn[v] > (double)c->max_release_points - leaf_total)
-                return DP_ECORRUPT;
-            leaf_total += m->syn[v];
-        }
-        if (!has)
-            continue;
-        size_t len;
-        const uint8_t *p = dp_reader_blob(r, &len);
-        if (!p || dp_counter_restore_expect(&m->cnt[v], p, len, m->key, &m->ccfg, why, sizeof why) != DP_OK)
-            return DP_ECORRUPT;
-    }
-    extend(m);
-    return dp_reader_status(r);
-}
-
 const dp_synth_ops dp_synth_ops_spatial = {
     .name = NAME,
     .ingest_create = dp_spatial_ingest_create,
@@ -803,8 +622,8 @@ const dp_synth_ops dp_synth_ops_spatial = {
     .release_create = spatial_release_create,
     .release_step = spatial_release_step,
     .release_exhausted = spatial_release_exhausted,
-    .release_save = spatial_release_save,
-    .release_load = spatial_release_load,
+    .release_save = sp_release_save,
+    .release_load = sp_release_load,
     .release_destroy = spatial_release_destroy,
     .release_ledger = spatial_release_ledger,
     .release_next_step = spatial_next_step,

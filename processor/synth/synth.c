@@ -70,6 +70,27 @@ static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_INCOMPATIBLE_SCHEMA] = "INCOMPATIBLE_SCHEMA",
 };
 
+static const char *const RELEASE_MODE_NAMES[DP_RELEASE_MODE_COUNT] = {
+    [DP_RELEASE_FULL] = "FULL",
+    [DP_RELEASE_DELTA] = "DELTA",
+    [DP_RELEASE_NONE] = "NONE",
+};
+
+const char *dp_release_mode_name(dp_release_mode m)
+{
+    return (unsigned)m < DP_RELEASE_MODE_COUNT ? RELEASE_MODE_NAMES[m] : NULL;
+}
+
+int dp_release_mode_parse(const char *s, dp_release_mode *out)
+{
+    for (int i = 0; s && i < DP_RELEASE_MODE_COUNT; i++)
+        if (strcmp(s, RELEASE_MODE_NAMES[i]) == 0) {
+            *out = (dp_release_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
 const char *dp_reject_reason_name(dp_reject_reason r)
 {
     if ((unsigned)r >= DP_REJECT_REASON_COUNT)

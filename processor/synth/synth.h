@@ -99,7 +99,18 @@ const char *dp_reject_reason_text(dp_reject_reason r);
 
 /* --- output ------------------------------------------------------------------ */
 
-typedef enum dp_release_mode { DP_RELEASE_FULL = 0, DP_RELEASE_DELTA = 1 } dp_release_mode;
+/* FULL: the records are the whole synthetic dataset; DELTA: what changed
+ * since the previous release; NONE: no synthetic dataset exists yet at this
+ * step (`window` before step k: its first release is at step k), so the
+ * release holds no records — a function of the public step number and the
+ * configuration only. */
+typedef enum dp_release_mode { DP_RELEASE_FULL = 0, DP_RELEASE_DELTA = 1, DP_RELEASE_NONE = 2 } dp_release_mode;
+#define DP_RELEASE_MODE_COUNT 3
+
+/* "FULL", "DELTA", "NONE" (ReleaseManifest.mode's symbols); NULL if out of range. */
+const char *dp_release_mode_name(dp_release_mode m);
+/* The inverse: 0 and *out set, or -1 for any other string. */
+int dp_release_mode_parse(const char *s, dp_release_mode *out);
 
 /* One synthetic record of a release. */
 typedef struct dp_synth_record {

@@ -361,7 +361,7 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
         if (st->n_cells != 0)
             return dp_err(errstr, errstr_size, DP_EINVAL, "window: pattern counts before step k");
         w->done = step;
-        return emit_event(w, step, 0, sink, 0, DP_RELEASE_DELTA);
+        return emit_event(w, step, 0, sink, 0, DP_RELEASE_NONE);   /* no dataset before step k */
     }
 
     /* Ĉ_s = C_s + n_pad + N_Z(σ²), drawn in pattern order from one

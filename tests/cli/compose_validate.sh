@@ -57,6 +57,29 @@ services = compose.get("services", {})
 check(set(services) == {"kafka", "schema-registry", "topic-init", "keygen", "dpstream", "loader", "exporter"},
       f"services: {sorted(services)}")
 
+# The header comment is documentation people copy: every service its
+# `docker compose` command lines name, and its "Services:" list, exist.
+header = []
+for line in open(os.path.join(DOCKER, "docker-compose.yml")):
+    if not line.startswith("#"):
+        break
+    header.append(line[1:].strip())
+header_text = " ".join(header)
+named = []
+for line in header:
+    m = re.search(r"docker compose -f \S+ (run|logs|exec|start|stop|restart) (.*)", line)
+    if m:
+        words = [w for w in shlex.split(m.group(2).split("#")[0]) if not w.startswith("-")]
+        named += words[:1] if m.group(1) in ("run", "exec") else words
+m = re.search(r"Services: ([^(]*)", header_text)
+check(m is not None, "the compose header has no 'Services:' list")
+if m:
+    listed = [w.strip(" .,") for w in m.group(1).split(",")]
+    check(set(listed) == set(services), f"the header's Services list {listed} != {sorted(services)}")
+check(named, "the compose header names no service in a command line")
+for n in named:
+    check(n in services, f"the compose header names service '{n}', which does not exist")
+
 # --- Kafka (KRaft) ------------------------------------------------------------------
 k = services.get("kafka", {})
 check(re.fullmatch(r"apache/kafka:3\.9\.\d+", str(k.get("image", ""))), f"kafka image {k.get('image')}")

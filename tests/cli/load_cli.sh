@@ -93,13 +93,20 @@ for step in range(1, 7):
     rows = list(csv.reader(open(p)))
     got = [(int(x[0]), [int(y) for y in x[1:]]) for x in rows[1:]]
     assert got == truth.get(step, []), (step, got[:3], truth.get(step, [])[:3])
-# single CSV: step column, values joined by ';'
+# single CSV: a tidy long table, one scalar per line (component 1.. of a record;
+# window's step-k rows have k components, later steps one)
 rows = list(csv.reader(open(f"{w}/exp_single/panel.csv")))
-assert rows[0] == ["step", "synthetic_id", "value"], rows[0]
+assert rows[0] == ["step", "synthetic_id", "component", "value"], rows[0]
+assert all(len(r) == 4 for r in rows), "a line of the long table without 4 cells"
 got = {}
-for s, i, v in rows[1:]:
-    got.setdefault(int(s), []).append((int(i), [int(x) for x in v.split(";")]))
+for s, i, c, v in rows[1:]:
+    recs = got.setdefault(int(s), [])
+    if int(c) == 1:
+        recs.append((int(i), []))
+    assert recs and recs[-1][0] == int(i) and len(recs[-1][1]) == int(c) - 1, (s, i, c)
+    recs[-1][1].append(int(v))
 assert got == {k: v for k, v in truth.items() if v}, "single CSV differs"
+assert {len(v) for s, r in got.items() for _, v in r} == {2, 1}, "expected k = 2 rows at step 2, then scalars"
 assert not [f for f in os.listdir(f"{w}/exp_csv/panel") if f.endswith(".tmp")]
 EOF
 

@@ -735,6 +735,19 @@ static void test_manifest_budget_dead_letter_snapshot_round_trip(void)
         CU_ASSERT(md.m.mode == DP_RELEASE_FULL && md.m.clamped == 0 && md.m.n_debias == 0 &&
                   md.chunk_count == 0);
         free(enc);
+        /* NONE (no dataset yet) holds no records: round-trips with 0, refused with any */
+        m.m.mode = DP_RELEASE_NONE;
+        m.m.record_count = 0;
+        enc = encode_both(c, enc_manifest, encb_manifest, &m, &len);
+        CU_ASSERT_FATAL(dp_codec_decode_manifest(c, enc, len, &md, err, sizeof err) == DP_OK);
+        CU_ASSERT(md.m.mode == DP_RELEASE_NONE && md.m.record_count == 0);
+        free(enc);
+        m.m.record_count = 3;
+        dp_buf nb;
+        dp_buf_init(&nb);
+        CU_ASSERT_EQUAL(dp_codec_encode_manifest_buf(c, &m, &nb, err, sizeof err), DP_EINVAL);
+        CU_ASSERT(strstr(err, "NONE") != NULL);
+        dp_buf_free(&nb);
 
         for (int pure = 0; pure < 2; pure++) {
             dp_budget_event e = sample_budget(pure), ed;

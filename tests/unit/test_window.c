@@ -320,6 +320,7 @@ static void test_release_contract(void)
         if (t < 3) {
             CU_ASSERT_EQUAL(k.records, before);
             CU_ASSERT_EQUAL(k.m_records, 0);
+            CU_ASSERT_EQUAL(k.m_mode, DP_RELEASE_NONE);   /* no dataset before step k */
             CU_ASSERT_EQUAL(k.b_spent_step, 0.0);
             CU_ASSERT_EQUAL(k.b_spent_total, 0.0);
             CU_ASSERT_EQUAL(k.b_eps_cks, 0.0);
