@@ -8,6 +8,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev libmicrohttpd-dev
+  libcurl4-openssl-dev curl unzip openssl
   kcat python3 python3-yaml python3-venv
   openjdk-17-jre-headless maven
   r-base-core r-cran-plm r-cran-spatstat.data
@@ -29,18 +30,20 @@ done
 # The Python consumer example (connectors/examples/consume_releases.py)
 # and its test use stock clients from PyPI, in a venv of their own; the
 # operability tests parse /metrics with prometheus_client's own parser and
-# drive headless Chromium over the DevTools protocol with websocket-client.
+# drive headless Chromium over the DevTools protocol with websocket-client;
+# the schema registry test uses confluent-kafka's registry client, Avro
+# serializer and deserializer, which need requests.
 pyenv() {
   local cache=${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}
   local venv=${DPSTREAM_PYENV:-$cache/pyenv}
-  if "$venv/bin/python3" -c 'import confluent_kafka, fastavro, prometheus_client, websocket' 2>/dev/null; then
+  if "$venv/bin/python3" -c 'import confluent_kafka, fastavro, prometheus_client, websocket, requests' 2>/dev/null; then
     return 0
   fi
-  echo "install-deps: preparing the Python venv $venv (confluent-kafka, fastavro, prometheus_client, websocket-client)"
+  echo "install-deps: preparing the Python venv $venv (confluent-kafka, fastavro, prometheus_client, websocket-client, requests)"
   mkdir -p "$(dirname "$venv")"
   [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check confluent-kafka==2.3.0 fastavro==1.9.7 \
-    prometheus_client==0.21.1 websocket-client==1.8.0
+    prometheus_client==0.21.1 websocket-client==1.8.0 requests==2.32.3
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -2,8 +2,9 @@
 # The README's test command: set up, build, and run every test suite.
 #   1. install the Debian packages (idempotent)
 #   2. build the -Werror build and the ASan+UBSan build
-#   3. start the local Apache Kafka broker (KRaft, 127.0.0.1) if integration
-#      tests exist, and stop it afterwards
+#   3. start the local Apache Kafka broker (KRaft, 127.0.0.1) and the local
+#      schema registry (scripts/registry-local.sh) if integration tests
+#      exist and they are not running, and stop what it started afterwards
 #   4. run ctest in both builds, and between them the libFuzzer harnesses
 #      (scripts/fuzz.sh: clang build in build-fuzz/, 60 s each); the run
 #      ends with ctest's summary line of the ASan build
@@ -16,7 +17,9 @@ bash scripts/build.sh release || exit 1
 bash scripts/build.sh asan || exit 1
 
 broker_started=0
+registry_started=0
 cleanup() {
+  if [ "$registry_started" = 1 ]; then bash scripts/registry-local.sh stop >/dev/null 2>&1 || true; fi
   if [ "$broker_started" = 1 ]; then bash scripts/kafka-local.sh stop >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
@@ -24,6 +27,12 @@ if ls tests/integration/*.sh >/dev/null 2>&1 && [ -f scripts/kafka-local.sh ]; t
   if ! bash scripts/kafka-local.sh status >/dev/null 2>&1; then
     bash scripts/kafka-local.sh start || { echo "test.sh: could not start the local Kafka broker" >&2; exit 1; }
     broker_started=1
+  fi
+fi
+if ls tests/integration/*.sh >/dev/null 2>&1 && [ -f scripts/registry-local.sh ]; then
+  if ! bash scripts/registry-local.sh status >/dev/null 2>&1; then
+    bash scripts/registry-local.sh start || { echo "test.sh: could not start the local schema registry" >&2; exit 1; }
+    registry_started=1
   fi
 fi
 

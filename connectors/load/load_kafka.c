@@ -8,6 +8,7 @@
 
 #include "core/buf.h"
 #include "core/dp_error.h"
+#include "stream/registry_subjects.h"
 #include "stream/kafka_util.h"
 #include "stream/stream_config.h"
 #include "codec/codec.h"
@@ -62,6 +63,13 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, rc, "%s", err);
     }
+    /* the Update id from the config's schema registry, if it has one */
+    dp_registry *reg = NULL;
+    if (k->cfg && (rc = dp_registry_setup(k->cfg, DP_REGISTRY_REGISTER, &reg, err, sizeof err)) != DP_OK) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, rc, "%s", err);
+    }
+    dp_registry_free(reg);
     const char *topic = o->topic ? o->topic : k->cfg ? k->cfg->topic_updates : NULL;
     if (!topic) {
         dp_load_kafka_close(k);

@@ -8,6 +8,7 @@
 
 #include "core/drbg.h"
 #include "core/rational.h"
+#include "stream/stream_config.h"
 
 /* Each subcommand: argv[0] is the subcommand name; returns the exit code. */
 int cmd_sample(int argc, char **argv);
@@ -45,6 +46,11 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 int cli_log_format_option(const char *cmd, int argc, char **argv);
 
 /* Strict numeric parsing: the whole string must be consumed. 0 or -1. */
+/* With a "schema_registry" in cfg: register dpstream's schemas (writers) or
+ * look them up (read_only: export, inspect-snapshot change nothing) and put
+ * their ids into cfg (dp_registry_setup), for commands that only need the
+ * ids.  0, or -1 after printing the registry's error. */
+int cli_registry_ids(const char *cmd, dp_stream_config *cfg, int read_only);
 int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_i64(const char *s, int64_t *out);
 int cli_parse_double(const char *s, double *out);

@@ -1,6 +1,7 @@
 #include "app/cli.h"
 #include "core/dp_error.h"
 #include "stream/log.h"
+#include "stream/registry_subjects.h"
 
 #include <errno.h>
 #include <math.h>
@@ -39,6 +40,18 @@ int cli_log_format_option(const char *cmd, int argc, char **argv)
         }
         dp_log_set_format(f);
     }
+    return 0;
+}
+
+int cli_registry_ids(const char *cmd, dp_stream_config *cfg, int read_only)
+{
+    char err[1024];
+    dp_registry *r = NULL;
+    if (dp_registry_setup(cfg, read_only ? DP_REGISTRY_LOOKUP : DP_REGISTRY_REGISTER, &r, err, sizeof err) != DP_OK) {
+        cli_fail(cmd, "%s", err);
+        return -1;
+    }
+    dp_registry_free(r);
     return 0;
 }
 

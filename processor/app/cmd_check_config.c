@@ -23,6 +23,7 @@
 #include "app/cli.h"
 #include "app/cli_plan.h"
 #include "core/dp_error.h"
+#include "stream/registry_subjects.h"
 #include "stream/stream_config.h"
 #include "synth/synth.h"
 
@@ -153,6 +154,20 @@ int cmd_check_config(int argc, char **argv)
         json_object_set_new(topics, "dead_letter", json_string(cfg->topic_dead_letter));
         json_object_set_new(topics, "state", json_string(cfg->topic_state));
         json_object_set_new(doc, "topics", topics);
+        if (cfg->registry) {
+            /* the URL and the subjects only: credentials are never printed */
+            json_t *reg = json_object(), *subjects = json_object();
+            json_object_set_new(reg, "url", json_string(cfg->registry->url));
+            for (int t = 0; t < DP_CODEC_TYPE_COUNT; t++) {
+                char subject[512];
+                if (dp_registry_subject(cfg, (dp_codec_type)t, subject, sizeof subject) == DP_OK)
+                    json_object_set_new(subjects, dp_codec_type_name((dp_codec_type)t), json_string(subject));
+            }
+            json_object_set_new(reg, "subjects", subjects);
+            json_object_set_new(reg, "compatibility",
+                                cfg->registry->compatibility ? json_string(cfg->registry->compatibility) : json_null());
+            json_object_set_new(doc, "schema_registry", reg);
+        }
         streams = json_array();
         json_object_set_new(doc, "streams", streams);
     } else {
@@ -160,6 +175,13 @@ int cmd_check_config(int argc, char **argv)
                cfg->framing == DP_CODEC_FRAMING_CONFLUENT ? "Confluent-framed" : "plain Avro");
         printf("  topics: updates %s; synthetic %s, budget %s, dead letters %s; state %s\n", cfg->topic_updates,
                cfg->topic_synthetic, cfg->topic_budget, cfg->topic_dead_letter, cfg->topic_state);
+        if (cfg->registry) {
+            char subject[512];
+            printf("  schema registry %s: subjects <topic>-org.dpstream.v1.<Record> (TopicRecordNameStrategy), "
+                   "e.g. %s; compatibility %s\n", cfg->registry->url,
+                   dp_registry_subject(cfg, DP_CODEC_UPDATE, subject, sizeof subject) == DP_OK ? subject : "?",
+                   cfg->registry->compatibility ? cfg->registry->compatibility : "left as it is");
+        }
     }
     int status = CLI_EXIT_OK;
     for (size_t i = 0; i < cfg->n_routes && status == CLI_EXIT_OK; i++) {

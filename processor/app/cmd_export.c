@@ -142,6 +142,10 @@ int cmd_export(int argc, char **argv)
     dp_stream_config *cfg = NULL;
     if (config_path && dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK)
         return cli_fail(cmd, "%s", err);
+    if (cfg && cli_registry_ids(cmd, cfg, 1) != 0) {
+        dp_stream_config_free(cfg);
+        return CLI_EXIT_KAFKA;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

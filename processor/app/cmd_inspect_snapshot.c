@@ -366,6 +366,10 @@ int cmd_inspect_snapshot(int argc, char **argv)
         status = rc == DP_EIO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
         goto out;
     }
+    if (cli_registry_ids(cmd, cfg, 1) != 0) {
+        status = CLI_EXIT_KAFKA;
+        goto out;
+    }
     dp_codec_options copts;
     dp_stream_config_codec_options(cfg, &copts);
     if (dp_codec_create(&codec, &copts, err, sizeof err) != DP_OK) {

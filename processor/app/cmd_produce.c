@@ -124,6 +124,10 @@ int cmd_produce(int argc, char **argv)
     dp_stream_config *cfg = NULL;
     if (dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK)
         return cli_fail(cmd, "%s", err);
+    if (cli_registry_ids(cmd, cfg, 0) != 0) {
+        dp_stream_config_free(cfg);
+        return CLI_EXIT_KAFKA;
+    }
     FILE *in = strcmp(input_path, "-") == 0 ? stdin : fopen(input_path, "rb");
     if (!in) {
         dp_stream_config_free(cfg);

@@ -27,6 +27,7 @@
 #include "stream/kafka_util.h"
 #include "stream/log.h"
 #include "stream/processor.h"
+#include "stream/registry_subjects.h"
 #include "stream/stream_config.h"
 
 static volatile sig_atomic_t run_stop = 0;
@@ -166,6 +167,17 @@ int cmd_run(int argc, char **argv)
             dp_key_wipe(&state_key);
         return cli_fail(cmd, "%s", err);
     }
+    /* Before anything is consumed or written: every frame carries an id
+     * the registry gave, or the run does not start. */
+    dp_registry *registry = NULL;
+    if (dp_registry_setup(cfg, DP_REGISTRY_REGISTER, &registry, err, sizeof err) != DP_OK) {
+        dp_stream_config_free(cfg);
+        dp_key_wipe(&key);
+        if (state_key_file)
+            dp_key_wipe(&state_key);
+        cli_fail(cmd, "%s", err);
+        return CLI_EXIT_KAFKA;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -183,6 +195,7 @@ int cmd_run(int argc, char **argv)
             if (!metrics)
                 snprintf(err, sizeof err, "out of memory");
             dp_metrics_destroy(metrics);
+            dp_registry_free(registry);
             dp_stream_config_free(cfg);
             dp_key_wipe(&key);
             if (state_key_file)
@@ -207,11 +220,13 @@ int cmd_run(int argc, char **argv)
                               .metrics = metrics,
                               .debug_restore_delay_ms = (int64_t)restore_delay,
                               .connect_timeout_ms = (int64_t)connect_ms,
+                              .registry = registry,
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);
     dp_http_stop(server);
     dp_metrics_destroy(metrics);
+    dp_registry_free(registry);
     dp_stream_config_free(cfg);
     dp_key_wipe(&key);
     if (state_key_file)

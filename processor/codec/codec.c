@@ -82,6 +82,7 @@ int dp_codec_create(dp_codec **out, const dp_codec_options *opts,
         return dp_err(errstr, errstr_size, DP_ENOMEM, "codec: out of memory");
     c->framing = opts->framing;
     memcpy(c->schema_id, opts->schema_id, sizeof c->schema_id);
+    c->resolve_update_writers = opts->framing == DP_CODEC_FRAMING_CONFLUENT && opts->resolve_update_writers;
 
     int rc = DP_OK;
     for (int t = 0; t < DP_CODEC_TYPE_COUNT && rc == DP_OK; t++) {
@@ -149,6 +150,7 @@ void dp_codec_destroy(dp_codec *c)
     for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++)
         free(vecs[i]->p);
     dp_update_store_free(&c->upd_store);
+    dpc_writers_free(c);
     free(c);
 }
 

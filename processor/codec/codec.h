@@ -10,7 +10,10 @@
  *              registry id as 4 bytes big-endian, then the Avro binary —
  *              what Kafka Connect, ksqlDB and Confluent's Avro
  *              deserializers expect.  The ids come from the configuration
- *              (whoever registered the schemas); decode refuses any other.
+ *              or from a schema registry (stream/registry.h registers the
+ *              schemas).  Decode refuses any other id, except for Updates
+ *              when resolve_update_writers is set: see "Writer schemas"
+ *              below.
  *
  * A codec builds each schema, its generic value class and two value objects
  * (one to encode into, one to decode into) once, and reuses them for every
@@ -73,6 +76,10 @@ typedef struct dp_codec_options {
     /* Schema Registry ids per type (CONFLUENT only; written on encode,
      * required on decode). */
     uint32_t schema_id[DP_CODEC_TYPE_COUNT];
+    /* CONFLUENT only: an Update framed with another id than schema_id[Update]
+     * is read through its writer schema (dp_codec_add_update_writer) instead
+     * of refused. */
+    int      resolve_update_writers;
 } dp_codec_options;
 
 /* Schema record name ("Update", …), file name ("Update.avsc") and the
@@ -209,6 +216,46 @@ int dp_codec_encode_dead_letter_buf(dp_codec *c, const dp_codec_dead_letter *d, 
 int dp_codec_encode_snapshot_buf(dp_codec *c, const dp_codec_snapshot *s, dp_buf *out,
                                  char *errstr, size_t errstr_size);
 
+/* --- writer schemas of Update (Avro schema resolution) -----------------------
+ *
+ * Upstream producers may write Updates with another version of the Update
+ * schema than dpstream's (schemas/Update.avsc), registered in a schema
+ * registry under another id.  With resolve_update_writers, the decoder
+ * reads such a message with Avro schema resolution against dpstream's own
+ * schema (the reader's):
+ *   * a field both schemas have must have the same type in both (the
+ *     records, enums and unions inside it included, named types with
+ *     their full names, org.dpstream.v1.*: avro_schema_equal);
+ *   * a field only the writer has is read and dropped;
+ *   * a field only the reader has takes the reader's default — which only
+ *     entity, payload and event_time have (null); a writer without stream,
+ *     step or kind cannot be read;
+ *   * the writer's record must be named Update (its own namespace is free).
+ * That is Avro's resolution restricted to what avro-c 1.11 can be trusted
+ * with (it cannot fill reader defaults itself, KAFKA.md): a writer a full
+ * Avro implementation would also resolve through type promotion (e.g. an
+ * int step) is refused as incompatible — conservative, never a misread.
+ * The decision is a pure function of the writer schema's text, which a
+ * registry never changes for an id, so a replay decides the same way.
+ *
+ * The exact own id keeps the direct decoder (codec_update_decode.c); other
+ * ids are re-encoded in dpstream's schema and then go through the same
+ * decoder, so both paths apply the same Update rules. */
+
+/* The schema id of a Confluent-framed message: DP_OK and *id, or DP_EINVAL
+ * if data is shorter than the header or does not start with byte 0x00. */
+int dp_codec_framed_id(const void *data, size_t len, uint32_t *id);
+/* 1 if the codec decodes Updates framed with id without further help (the
+ * own id, or a writer schema already added), 0 if the caller must first
+ * dp_codec_add_update_writer it. */
+int dp_codec_update_writer_known(const dp_codec *c, uint32_t id);
+/* Tell the codec the writer schema of id: its JSON text, or NULL if the
+ * registry has no schema with that id.  DP_OK if Updates framed with id
+ * can be read (from now on they decode), DP_ESCHEMA if not (why in errstr;
+ * from now on they fail to decode with DP_ESCHEMA), DP_ENOMEM. */
+int dp_codec_add_update_writer(dp_codec *c, uint32_t id, const char *schema_json,
+                               char *errstr, size_t errstr_size);
+
 /* --- decode ----------------------------------------------------------------- */
 
 /* Update rules (the same as the JSON reader's, update_json.h): stream
@@ -217,7 +264,11 @@ int dp_codec_encode_snapshot_buf(dp_codec *c, const dp_codec_snapshot *s, dp_buf
  * the Avro binary (codec_update_decode.c), not through avro-c: the result's
  * strings borrow from `data` and are NOT NUL-terminated (use the lengths),
  * its payload array from the codec (valid until the next Update decode on
- * this codec). */
+ * this codec).  With resolve_update_writers, an Update framed with another
+ * id decodes through its writer schema (strings then borrow from the
+ * store, not from data), or fails with DP_ESCHEMA (the writer schema cannot
+ * be resolved, or the registry has none with that id) or DP_ENOTFOUND (the
+ * writer schema was not added yet: add it and decode again). */
 int dp_codec_decode_update(dp_codec *c, const void *data, size_t len, dp_update *out,
                            char *errstr, size_t errstr_size);
 /* Storage for decoded Row / Point payloads, owned by the caller, so that
@@ -229,6 +280,8 @@ typedef struct dp_update_store {
     size_t   ints_cap;
     double  *dbls;
     size_t   dbls_cap;
+    uint8_t *bytes;      /* an Update re-encoded from another writer schema */
+    size_t   bytes_cap;
 } dp_update_store;
 /* dp_codec_decode_update with the payload arrays in *store: the result
  * borrows strings from `data` and arrays from `store`, and stays valid

@@ -29,9 +29,15 @@ typedef struct dpc_slot {
 } dpc_slot;
 
 
+/* One writer schema of Update met on input (codec_update_resolve.c). */
+typedef struct dpc_writer dpc_writer;
+
 struct dp_codec {
     dp_codec_framing framing;
     uint32_t         schema_id[DP_CODEC_TYPE_COUNT];
+    int              resolve_update_writers;
+    dpc_writer     **writers;       /* by insertion; few (one per schema version met) */
+    size_t           n_writers;
     dpc_slot         slot[DP_CODEC_TYPE_COUNT];
     avro_reader_t    reader;
     avro_writer_t    writer;
@@ -79,6 +85,13 @@ int dpc_read(dp_codec *c, dp_codec_type t, const void *data, size_t len, avro_va
  * the Avro body. */
 int dpc_unframe(const dp_codec *c, dp_codec_type t, const uint8_t **data, size_t *len, char *errstr,
                 size_t errstr_size);
+/* Re-encode the body of an Update framed with a foreign id, read through
+ * its writer schema, in dpstream's own schema: store->bytes[0, *out_len)
+ * (DP_OK, DP_EINVAL, DP_ESCHEMA, DP_ENOTFOUND, DP_ENOMEM). */
+int dpc_resolve_update(dp_codec *c, uint32_t id, const uint8_t *body, size_t len, dp_update_store *store,
+                       size_t *out_len, char *errstr, size_t errstr_size);
+void dpc_writers_free(dp_codec *c);
+
 /* The Update decoder through avro-c's generic values (dpc_read), which
  * dp_codec_decode_update replaced (codec_update_decode.c); kept as the
  * reference the direct decoder is tested against.  Borrows from the codec. */

@@ -231,23 +231,45 @@ static int check_update(const dp_update *u, int64_t step, char *errstr, size_t e
     return DP_OK;
 }
 
-int dp_codec_decode_update_into(dp_codec *c, const void *data, size_t len, dp_update *out,
-                                dp_update_store *store, char *errstr, size_t errstr_size)
+static int decode_body(const uint8_t *p, size_t len, dp_update *out, dp_update_store *store,
+                           char *errstr, size_t errstr_size)
 {
-    const uint8_t *p = data;
-    int rc = dpc_unframe(c, DP_CODEC_UPDATE, &p, &len, errstr, errstr_size);
+    rd r = {.p = p, .len = len, .off = 0, .errstr = errstr, .errstr_size = errstr_size};
     dp_update u;
-    if (rc == DP_OK) {
-        rd r = {.p = p, .len = len, .off = 0, .errstr = errstr, .errstr_size = errstr_size};
-        if ((rc = read_update(&r, &u, store)) == DP_OK)
-            rc = check_update(&u, (int64_t)u.step, errstr, errstr_size);
-    }
+    int rc = read_update(&r, &u, store);
+    if (rc == DP_OK)
+        rc = check_update(&u, (int64_t)u.step, errstr, errstr_size);
     if (rc != DP_OK) {
         memset(out, 0, sizeof *out);   /* as the generic path leaves it */
         return rc;
     }
     *out = u;
     return DP_OK;
+}
+
+int dp_codec_decode_update_into(dp_codec *c, const void *data, size_t len, dp_update *out,
+                                dp_update_store *store, char *errstr, size_t errstr_size)
+{
+    const uint8_t *p = data;
+    uint32_t id;
+    /* A foreign writer id: resolved (codec_update_resolve.c); the own id
+     * and every other framing take the direct path below. */
+    int rc;
+    if (c->resolve_update_writers && dp_codec_framed_id(p, len, &id) == DP_OK &&
+        id != c->schema_id[DP_CODEC_UPDATE]) {
+        size_t n = 0;
+        rc = dpc_resolve_update(c, id, p + DP_CODEC_CONFLUENT_HEADER, len - DP_CODEC_CONFLUENT_HEADER, store, &n,
+                                errstr, errstr_size);
+        p = store->bytes;   /* strings then borrow from the store */
+        len = n;
+    } else {
+        rc = dpc_unframe(c, DP_CODEC_UPDATE, &p, &len, errstr, errstr_size);
+    }
+    if (rc != DP_OK) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    return decode_body(p, len, out, store, errstr, errstr_size);
 }
 
 int dp_codec_decode_update(dp_codec *c, const void *data, size_t len, dp_update *out,

@@ -27,5 +27,6 @@ void dp_update_store_free(dp_update_store *s)
 {
     free(s->ints);
     free(s->dbls);
+    free(s->bytes);
     memset(s, 0, sizeof *s);
 }

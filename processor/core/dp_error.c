@@ -17,6 +17,8 @@ const char *dp_status_str(int status)
     case DP_ESTATE:   return "invalid state";
     case DP_ECANCELED: return "canceled";
     case DP_EKEY:      return "state built with another noise key";
+    case DP_ENOTFOUND: return "not found";
+    case DP_ESCHEMA:   return "incompatible writer schema";
     default:          return "unknown error";
     }
 }

@@ -20,6 +20,8 @@ typedef enum dp_status {
     DP_ESTATE      = -8,  /* call not valid in the object's current state */
     DP_ECANCELED   = -9,  /* stopped on request (a signal) before finishing */
     DP_EKEY        = -10, /* state built with another noise key (refused: double spend) */
+    DP_ENOTFOUND   = -11, /* a lookup found nothing (e.g. a writer schema the codec was not given yet) */
+    DP_ESCHEMA     = -12, /* data written with a schema the reader cannot resolve against its own */
 } dp_status;
 
 const char *dp_status_str(int status);

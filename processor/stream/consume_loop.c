@@ -321,6 +321,41 @@ static int run_flush(proc *p)
     return rc;
 }
 
+/* A framed Update whose writer schema id the codec has not met: fetch the
+ * schema from the registry and hand it to the codec, which decides once
+ * whether Updates of that id can be read (codec.h).  A registry that does
+ * not answer (after the client's retries) stops the processor: what a
+ * message means must not depend on whether the registry was up when it
+ * was read, so nothing is dead-lettered for it; the uncommitted input is
+ * read again after a restart. */
+static int learn_writer(proc *p, const rd_kafka_message_t *m)
+{
+    uint32_t id;
+    if (!p->o->registry || dp_codec_framed_id(m->payload, m->len, &id) != DP_OK ||
+        dp_codec_update_writer_known(p->codec, id))
+        return DP_OK;
+    char err[640], why[640];
+    char *json = NULL;
+    int rc = dp_registry_schema(p->o->registry, id, &json, err, sizeof err);
+    if (rc == DP_ENOMEM)
+        return rc;
+    if (rc != DP_OK && rc != DP_ENOTFOUND && rc != DP_ESCHEMA) {
+        ps_set_fatal(p, "schema registry: %s", err);
+        return DP_EIO;
+    }
+    /* not found / not Avro: the codec records the id as unreadable */
+    rc = dp_codec_add_update_writer(p->codec, id, json, why, sizeof why);
+    free(json);
+    if (rc == DP_ENOMEM)
+        return rc;
+    if (rc == DP_OK)
+        dp_log(DP_LOG_INFO, "schema registry: Updates with writer schema id %u are read through Avro schema resolution", id);
+    else
+        dp_log(DP_LOG_WARN, "schema registry: Updates with writer schema id %u go to the dead-letter topic: %s", id,
+               why);
+    return DP_OK;
+}
+
 /* Handle p->batch[0..n) in log order. */
 int ps_handle_batch(proc *p, size_t n)
 {
@@ -352,6 +387,8 @@ int ps_handle_batch(proc *p, size_t n)
             continue;   /* stale message of a revoked partition */
         p->n_msgs++;
         dp_update *u = &p->batch_upd[i];
+        if ((rc = learn_writer(p, m)) != DP_OK)
+            break;
         int dr = dp_codec_decode_update_into(p->codec, m->payload, m->len, u, &p->batch_store[i], msg,
                                              sizeof msg);
         if (dr == DP_ENOMEM) {
@@ -372,7 +409,9 @@ int ps_handle_batch(proc *p, size_t n)
         if ((rc = run_flush(p)) != DP_OK)
             break;
         consumed(p, m);
-        rc = dr == DP_OK ? handle_update(p, m, u) : dead_letter(p, m, DP_REJECT_MALFORMED, msg);
+        rc = dr == DP_OK       ? handle_update(p, m, u)
+             : dr == DP_ESCHEMA ? dead_letter(p, m, DP_REJECT_INCOMPATIBLE_SCHEMA, msg)
+                                : dead_letter(p, m, DP_REJECT_MALFORMED, msg);
     }
     if (rc == DP_OK && !p->fatal)
         rc = run_flush(p);

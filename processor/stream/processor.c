@@ -319,6 +319,7 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     dp_buf_init(&p.enc);
     dp_codec_options copts;
     dp_stream_config_codec_options(p.cfg, &copts);
+    copts.resolve_update_writers = o->registry != NULL;
     int rc = dp_codec_create(&p.codec, &copts, errstr, errstr_size);
     if (rc == DP_OK) {
         p.batch = calloc(BATCH_MAX, sizeof *p.batch);

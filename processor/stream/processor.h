@@ -128,6 +128,10 @@ typedef struct dp_processor_options {
                                              a test sees /readyz answer 503 */
     int64_t       connect_timeout_ms;     /* give up when no broker answers this long (0: the
                                              default, DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS) */
+    dp_registry  *registry;               /* NULL: none; else the config's schema registry, after
+                                             dp_registry_setup (registry_subjects.h): input Updates
+                                             framed with another schema id are read through their
+                                             writer schema, fetched from it once per id */
     int           skip_create_topics;     /* the output topics exist already: do not call
                                              rd_kafka_CreateTopics (librdkafka's mock cluster
                                              has no Admin API; the embedded demo creates them) */

@@ -42,6 +42,7 @@ void dp_stream_config_free(dp_stream_config *c)
     free(c->topic_budget);
     free(c->topic_dead_letter);
     free(c->topic_state);
+    dp_registry_config_free(c->registry);
     for (size_t i = 0; i < c->n_kafka; i++) {
         free(c->kafka[i].name);
         free(c->kafka[i].value);
@@ -189,7 +190,7 @@ int dp_stream_partitioner_known(const char *name)
  * a partial map is refused here rather than failing on the first message. */
 static int load_wire(dp_stream_config *c, const json_t *wire, char *errstr, size_t n)
 {
-    c->framing = DP_CODEC_FRAMING_PLAIN;
+    c->framing = c->registry ? DP_CODEC_FRAMING_CONFLUENT : DP_CODEC_FRAMING_PLAIN;
     if (!wire)
         return DP_OK;
     if (!json_is_object(wire))
@@ -212,6 +213,13 @@ static int load_wire(dp_stream_config *c, const json_t *wire, char *errstr, size
         else
             return dp_err(errstr, n, DP_EINVAL, "wire.framing: must be \"plain\" or \"confluent\"");
     }
+    /* The registry's ids are the only ones: hand-pasted ids could only disagree. */
+    if (c->registry && (c->framing != DP_CODEC_FRAMING_CONFLUENT || jids))
+        return dp_err(errstr, n, DP_EINVAL,
+                      "wire: with \"schema_registry\" the framing is \"confluent\" and the schema ids come from "
+                      "the registry (drop \"schema_ids\")");
+    if (c->registry)
+        return DP_OK;
     if (c->framing == DP_CODEC_FRAMING_PLAIN) {
         if (jids)
             return dp_err(errstr, n, DP_EINVAL,
@@ -424,7 +432,7 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
     dp_stream_config *c = calloc(1, sizeof *c);
     if (!c)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
-    const json_t *topics = NULL, *kafka = NULL, *delta = NULL, *streams = NULL, *wire = NULL;
+    const json_t *topics = NULL, *kafka = NULL, *delta = NULL, *streams = NULL, *wire = NULL, *registry = NULL;
     const char *key;
     json_t *val;
     int rc = DP_EINVAL;
@@ -434,9 +442,10 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
         else if (strcmp(key, "delta") == 0) delta = val;
         else if (strcmp(key, "streams") == 0) streams = val;
         else if (strcmp(key, "wire") == 0) wire = val;
+        else if (strcmp(key, "schema_registry") == 0) registry = val;
         else {
             dp_err(errstr, errstr_size, DP_EINVAL,
-                   "unknown top-level key \"%s\" (known: topics, kafka, wire, delta, streams)", key);
+                   "unknown top-level key \"%s\" (known: topics, kafka, wire, schema_registry, delta, streams)", key);
             goto fail;
         }
     }
@@ -452,6 +461,8 @@ int dp_stream_config_from_json(dp_stream_config **out, const json_t *root,
         goto fail;
     c->partitioner = DP_STREAM_DEFAULT_PARTITIONER;
     if ((rc = load_kafka(c, kafka, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    if (registry && (rc = dp_registry_config_parse(&c->registry, registry, errstr, errstr_size)) != DP_OK)
         goto fail;
     if ((rc = load_wire(c, wire, errstr, errstr_size)) != DP_OK)
         goto fail;

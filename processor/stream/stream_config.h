@@ -24,7 +24,14 @@
  *                               "DeadLetter": 5, "Snapshot": 6}},
  *                the Kafka wire format of every message dpstream reads or
  *                writes (codec.h); "confluent" needs all six Schema
- *                Registry ids, each in 1..2^31-1; "plain" takes none
+ *                Registry ids, each in 1..2^31-1; "plain" takes none.
+ *                With "schema_registry" the framing is confluent and the
+ *                ids come from the registry: "wire" may then say nothing
+ *                but "framing": "confluent"
+ *     "schema_registry": {"url": "http://registry:8081", …},   optional;
+ *                dpstream registers its schemas there and resolves the
+ *                writer schema of every input Update (registry.h has the
+ *                keys, registry_subjects.h the subjects)
  *     "delta":  1e-6,                                 optional, in (0, 1);
  *                the δ of the published (ε, δ) equivalents; copied into
  *                every stream's synthesizer config as "delta" unless that
@@ -58,6 +65,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stream/registry.h"
+
 #include "codec/codec.h"
 #include "synth/step_gate.h"
 
@@ -90,7 +99,9 @@ typedef struct dp_stream_config {
     size_t             n_kafka;
     double             delta;
     dp_codec_framing   framing;                          /* "wire.framing" */
-    uint32_t           schema_ids[DP_CODEC_TYPE_COUNT];  /* CONFLUENT only */
+    uint32_t           schema_ids[DP_CODEC_TYPE_COUNT];  /* CONFLUENT only; from the registry
+                                                            once dp_registry_setup ran */
+    dp_registry_config *registry;                        /* "schema_registry", NULL: none */
     const char        *partitioner;  /* kafka.partitioner (a keyed one), or "consistent_random";
                                         points into `kafka` or at a literal */
     dp_stream_route   *routes;     /* in file order */

@@ -67,6 +67,7 @@ static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_STREAM_LIMIT] = "STREAM_LIMIT",
     [DP_REJECT_NOT_PRESENT] = "NOT_PRESENT",
     [DP_REJECT_USER_LIMIT] = "USER_LIMIT",
+    [DP_REJECT_INCOMPATIBLE_SCHEMA] = "INCOMPATIBLE_SCHEMA",
 };
 
 static const char *const RELEASE_MODE_NAMES[DP_RELEASE_MODE_COUNT] = {
@@ -113,6 +114,7 @@ const char *dp_reject_reason_text(dp_reject_reason r)
     case DP_REJECT_STREAM_LIMIT:     return "a new stream id over its route's max_streams";
     case DP_REJECT_NOT_PRESENT:      return "DELETE of a row that is not in the current data (for its entity)";
     case DP_REJECT_USER_LIMIT:       return "user-level stream: the update has no entity, or its entity used its max_rows_per_user row events";
+    case DP_REJECT_INCOMPATIBLE_SCHEMA: return "written with a schema (registry id) that cannot be read as dpstream's Update";
     default:                         return "refused by the synthesizer";
     }
 }

@@ -89,6 +89,7 @@ typedef enum dp_reject_reason {
     DP_REJECT_STREAM_LIMIT,     /* a new stream id over its route's max_streams */
     DP_REJECT_NOT_PRESENT,      /* DELETE of a row that is not in the current data */
     DP_REJECT_USER_LIMIT,       /* user-level stream: no entity, or the entity's row events used up */
+    DP_REJECT_INCOMPATIBLE_SCHEMA, /* framed with a writer schema id that cannot be read as Update */
     DP_REJECT_REASON_COUNT
 } dp_reject_reason;
 

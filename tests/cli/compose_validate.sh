@@ -54,7 +54,7 @@ def run(args, **kw):
 
 compose = yaml.safe_load(open(os.path.join(DOCKER, "docker-compose.yml")))
 services = compose.get("services", {})
-check(set(services) == {"kafka", "topic-init", "keygen", "dpstream", "loader", "exporter"},
+check(set(services) == {"kafka", "schema-registry", "topic-init", "keygen", "dpstream", "loader", "exporter"},
       f"services: {sorted(services)}")
 
 # The header comment is documentation people copy: every service its
@@ -133,9 +133,11 @@ for name, svc in services.items():
             check(dep in ONE_SHOT and str(services.get(dep, {}).get("restart", "no")) == "no",
                   f"{name} waits for {dep} to complete; it must be a one-shot job")
 expect = {"topic-init": {"kafka": "service_healthy"},
-          "dpstream": {"topic-init": "service_completed_successfully", "keygen": "service_completed_successfully"},
-          "loader": {"topic-init": "service_completed_successfully"},
-          "exporter": {"topic-init": "service_completed_successfully"}}
+          "schema-registry": {"kafka": "service_healthy"},
+          "dpstream": {"topic-init": "service_completed_successfully", "keygen": "service_completed_successfully",
+                       "schema-registry": "service_healthy"},
+          "loader": {"topic-init": "service_completed_successfully", "schema-registry": "service_healthy"},
+          "exporter": {"topic-init": "service_completed_successfully", "schema-registry": "service_healthy"}}
 for name, deps in expect.items():
     got = services.get(name, {}).get("depends_on", {}) or {}
     for dep, cond in deps.items():
@@ -239,6 +241,13 @@ for flag, want in (("--partitions", tcfg.get("partitions", 4)), ("--replication-
     got = set(re.findall(re.escape(flag) + r"\s+(\d+)", script))
     if want is not None and want != -1:
         check(got == {str(want)}, f"topic-init {flag} {sorted(got)}, the config says {want}")
+# the mounted config's schema registry is the compose service, on the port it listens on
+reg_url = cfg.get("schema_registry", {}).get("url", "")
+m = re.match(r"https?://([^:/]+):(\d+)", reg_url)
+check(m is not None and m.group(1) in services, f"schema_registry.url {reg_url!r} must name a compose service")
+if m and m.group(1) in services:
+    listeners = str((services[m.group(1)].get("environment") or {}).get("SCHEMA_REGISTRY_LISTENERS", ""))
+    check(listeners.endswith(":" + m.group(2)), f"schema_registry.url port {m.group(2)}, the service listens on {listeners}")
 # replicas must not share an instance id (they would fence each other)
 denv = services.get("dpstream", {}).get("environment") or {}
 check("DPSTREAM_INSTANCE_ID" not in denv,
@@ -284,7 +293,7 @@ if len(stages) == 2:
     final_runs = " ".join(r for i, r in final["lines"] if i == "RUN")
     m = re.search(r"apt-get install\s+((?:-\S+\s+)*)(.*?)(?:&&|$)", final_runs)
     pkgs = set(m.group(2).split()) if m else set()
-    runtime = {"librdkafka1", "libavro23", "libsodium23", "libjansson4", "libjemalloc2", "libmicrohttpd12"}
+    runtime = {"librdkafka1", "libavro23", "libsodium23", "libjansson4", "libjemalloc2", "libmicrohttpd12", "libcurl4"}
     check(pkgs == runtime, f"runtime packages {sorted(pkgs)}, want {sorted(runtime)}")
     check(not re.search(r"-dev\b|build-essential|cmake|gcc", final_runs), "compiler or -dev package in the final stage")
     needed = [l.split() for l in open(f"{WORK}/needed.txt")]
