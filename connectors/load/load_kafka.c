@@ -59,7 +59,9 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
     dp_buf_init(&k->enc);
     char err[512];
     int rc;
-    if (o->config_path && (rc = dp_stream_config_load_file(&k->cfg, o->config_path, err, sizeof err)) != DP_OK) {
+    if (o->config_path && ((rc = dp_stream_config_load_file(&k->cfg, o->config_path, err, sizeof err)) != DP_OK ||
+                           (rc = dp_stream_config_require_ids(k->cfg, DP_STREAM_IDS_OF(DP_CODEC_UPDATE), "load", err,
+                                                              sizeof err)) != DP_OK)) {
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, rc, "%s", err);
     }

@@ -127,6 +127,11 @@ int cmd_check_config(int argc, char **argv)
     char err[1400];
     dp_stream_config *cfg = NULL;
     int rc = dp_stream_config_load_file(&cfg, config_path, err, sizeof err);
+    /* a configuration is checked for `run`, which reads or writes all six schemas */
+    if (rc == DP_OK && (rc = dp_stream_config_require_ids(cfg, DP_STREAM_IDS_ALL, "run", err, sizeof err)) != DP_OK) {
+        dp_stream_config_free(cfg);
+        cfg = NULL;
+    }
     if (rc != DP_OK) {
         if (as_json) {
             json_t *doc = json_object();

@@ -142,6 +142,14 @@ int cmd_export(int argc, char **argv)
     dp_stream_config *cfg = NULL;
     if (config_path && dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK)
         return cli_fail(cmd, "%s", err);
+    if (cfg && dp_stream_config_require_ids(cfg,
+                                            DP_STREAM_IDS_OF(DP_CODEC_SYNTHETIC_RECORD) |
+                                                DP_STREAM_IDS_OF(DP_CODEC_RELEASE_MANIFEST) |
+                                                DP_STREAM_IDS_OF(DP_CODEC_BUDGET_EVENT),
+                                            "export", err, sizeof err) != DP_OK) {
+        dp_stream_config_free(cfg);
+        return cli_fail(cmd, "%s", err);
+    }
     if (cfg && cli_registry_ids(cmd, cfg, 1) != 0) {
         dp_stream_config_free(cfg);
         return CLI_EXIT_KAFKA;

@@ -366,6 +366,12 @@ int cmd_inspect_snapshot(int argc, char **argv)
         status = rc == DP_EIO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
         goto out;
     }
+    if (dp_stream_config_require_ids(cfg, DP_STREAM_IDS_OF(DP_CODEC_SNAPSHOT), "inspect-snapshot", err,
+                                     sizeof err) != DP_OK) {
+        cli_fail(cmd, "%s", err);
+        status = CLI_EXIT_USAGE;
+        goto out;
+    }
     if (cli_registry_ids(cmd, cfg, 1) != 0) {
         status = CLI_EXIT_KAFKA;
         goto out;

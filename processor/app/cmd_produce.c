@@ -124,6 +124,10 @@ int cmd_produce(int argc, char **argv)
     dp_stream_config *cfg = NULL;
     if (dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK)
         return cli_fail(cmd, "%s", err);
+    if (dp_stream_config_require_ids(cfg, DP_STREAM_IDS_OF(DP_CODEC_UPDATE), "produce", err, sizeof err) != DP_OK) {
+        dp_stream_config_free(cfg);
+        return cli_fail(cmd, "%s", err);
+    }
     if (cli_registry_ids(cmd, cfg, 0) != 0) {
         dp_stream_config_free(cfg);
         return CLI_EXIT_KAFKA;

@@ -167,6 +167,13 @@ int cmd_run(int argc, char **argv)
             dp_key_wipe(&state_key);
         return cli_fail(cmd, "%s", err);
     }
+    if (dp_stream_config_require_ids(cfg, DP_STREAM_IDS_ALL, "run", err, sizeof err) != DP_OK) {
+        dp_stream_config_free(cfg);
+        dp_key_wipe(&key);
+        if (state_key_file)
+            dp_key_wipe(&state_key);
+        return cli_fail(cmd, "%s", err);
+    }
     /* Before anything is consumed or written: every frame carries an id
      * the registry gave, or the run does not start. */
     dp_registry *registry = NULL;

@@ -184,10 +184,12 @@ int dp_stream_partitioner_known(const char *name)
     return 0;
 }
 
-/* "wire": the Kafka wire format (codec.h).  Confluent framing is useless
- * without the registry ids of all six schemas (every dpstream topic carries
- * one of them, and a decoder refuses a frame whose id it does not know), so
- * a partial map is refused here rather than failing on the first message. */
+/* "wire": the Kafka wire format (codec.h).  Without a registry, Confluent
+ * framing needs the hand-registered id of every schema a command reads or
+ * writes (a decoder refuses a frame whose id it does not know): the map may
+ * name any of the six, and each command checks the ones it uses before it
+ * touches Kafka (dp_stream_config_require_ids) — `produce` writes only
+ * Update, so a producer's config need not carry the processor's ids. */
 static int load_wire(dp_stream_config *c, const json_t *wire, char *errstr, size_t n)
 {
     c->framing = c->registry ? DP_CODEC_FRAMING_CONFLUENT : DP_CODEC_FRAMING_PLAIN;
@@ -243,10 +245,19 @@ static int load_wire(dp_stream_config *c, const json_t *wire, char *errstr, size
             return dp_err(errstr, n, DP_EINVAL, "wire.schema_ids.%s: must be an integer in 1..2147483647", key);
         c->schema_ids[t] = (uint32_t)json_integer_value(val);
     }
+    return DP_OK;
+}
+
+int dp_stream_config_require_ids(const dp_stream_config *c, unsigned types, const char *command, char *errstr,
+                                 size_t n)
+{
+    if (c->framing != DP_CODEC_FRAMING_CONFLUENT || c->registry)
+        return DP_OK;   /* plain framing needs no ids; a registry supplies them */
     for (int t = 0; t < DP_CODEC_TYPE_COUNT; t++)
-        if (c->schema_ids[t] == 0)
-            return dp_err(errstr, n, DP_EINVAL, "wire.schema_ids.%s: required with confluent framing",
-                          dp_codec_type_name((dp_codec_type)t));
+        if ((types & DP_STREAM_IDS_OF(t)) && c->schema_ids[t] == 0)
+            return dp_err(errstr, n, DP_EINVAL,
+                          "wire.schema_ids.%s: required with confluent framing: `%s` reads or writes %s messages",
+                          dp_codec_type_name((dp_codec_type)t), command, dp_codec_type_name((dp_codec_type)t));
     return DP_OK;
 }
 

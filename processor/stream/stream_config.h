@@ -137,6 +137,15 @@ void dp_stream_config_free(dp_stream_config *c);
  * harness) gets its framing from, so they can never disagree. */
 void dp_stream_config_codec_options(const dp_stream_config *c, dp_codec_options *out);
 
+/* Confluent framing without a registry: refuse (naming the field) unless
+ * wire.schema_ids has an id for every schema in `types`, a mask of
+ * DP_STREAM_IDS_OF(DP_CODEC_...) bits — the schemas `command` reads or
+ * writes.  DP_OK for plain framing and with a registry. */
+#define DP_STREAM_IDS_OF(type) (1u << (unsigned)(type))
+#define DP_STREAM_IDS_ALL ((1u << DP_CODEC_TYPE_COUNT) - 1u)
+int dp_stream_config_require_ids(const dp_stream_config *c, unsigned types, const char *command, char *errstr,
+                                 size_t n);
+
 /* The route for a stream id (first match wins), or NULL. */
 const dp_stream_route *dp_stream_config_route(const dp_stream_config *c,
                                               const char *stream_id, size_t len);

@@ -93,5 +93,29 @@ away produce "$BIN" produce --config "$f" --input "$WORK/in.jsonl" --connect-tim
 away load "$BIN" load --input "$WORK/rows.csv" --mapping "$WORK/map.json" --config "$f" --connect-timeout-ms 2000
 away export "$BIN" export --config "$f" --out "$WORK/x" --connect-timeout-ms 2000
 [ ! -e "$WORK/x" ] || bad "export with the registry away left $WORK/x behind"
+[ ! -e "$WORK/x" ] || rm -rf "$WORK/x"
+
+# --- no registry, hand-registered ids: each command needs the ids it uses ------------
+# A producer's config with only the Update id is enough for produce and load
+# (they then fail only at Kafka: exit 4); run, check-config, export and
+# inspect-snapshot name the id they miss (exit 2) before touching Kafka.
+g="$WORK/update-only.json"
+printf '{"wire": {"framing": "confluent", "schema_ids": {"Update": 7}}, %s}\n' "$STREAMS" > "$g"
+ids() {   # $1 = name, $2 = wanted exit, $3 = text stderr must contain, rest = command
+    local name=$1 want=$2 text=$3 rc=0; shift 3
+    DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 timeout 60 "$@" > "$WORK/out" 2> "$WORK/err" || rc=$?
+    [ $rc -eq "$want" ] || bad "$name with only the Update id: exit $rc, want $want ($(head -c 400 "$WORK/err"))"
+    grep -qF -- "$text" "$WORK/err" || bad "$name with only the Update id: stderr does not say '$text': $(head -c 400 "$WORK/err")"
+}
+ids produce 4 "cannot reach 127.0.0.1:1" "$BIN" produce --config "$g" --input "$WORK/in.jsonl" --connect-timeout-ms 1000
+ids load 4 "cannot reach 127.0.0.1:1" "$BIN" load --input "$WORK/rows.csv" --mapping "$WORK/map.json" --config "$g" --connect-timeout-ms 1000
+ids run 2 'wire.schema_ids.SyntheticRecord: required with confluent framing: `run`' \
+    "$BIN" run --config "$g" --key-hex $K --connect-timeout-ms 1000
+ids check-config 2 'wire.schema_ids.SyntheticRecord: required' "$BIN" check-config --config "$g"
+ids export 2 'wire.schema_ids.SyntheticRecord: required with confluent framing: `export`' \
+    "$BIN" export --config "$g" --out "$WORK/x" --connect-timeout-ms 1000
+[ ! -e "$WORK/x" ] || bad "export refused for its ids left $WORK/x behind"
+ids inspect-snapshot 2 'wire.schema_ids.Snapshot: required with confluent framing: `inspect-snapshot`' \
+    "$BIN" inspect-snapshot --config "$g" --key-hex $K --timeout-ms 1000
 [ $fails -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
-echo "registry_config: the schema_registry block is validated key by key; with the registry away run, produce, load and export fail closed (exit 4) and say why"
+echo "registry_config: the schema_registry block is validated key by key; with the registry away run, produce, load and export fail closed (exit 4) and say why; without one each command needs only the schema ids it uses"
