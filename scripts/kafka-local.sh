@@ -51,26 +51,16 @@ logfile=$state/kafka.log
 props=$state/server.properties
 datadir=$state/data
 
-say() { echo "kafka-local: $*" >&2; }
-die() { say "$*"; exit 1; }
-
-need() {
-    command -v "$1" >/dev/null 2>&1 || die "'$1' not found (scripts/install-deps.sh installs it)"
-}
+svc_name=kafka-local
+svc_what="the broker"
+svc_where=127.0.0.1:$port
+svc_cmdline="kafka.Kafka $props"
+. "$root/scripts/lib/local_service.sh"
 
 for v in "$port" "$ctl_port" "$start_timeout" "$stop_timeout"; do
     [[ $v =~ ^[0-9]+$ ]] || die "not a number: '$v'"
 done
 [ "$port" != "$ctl_port" ] || die "broker and controller ports must differ"
-
-# Serialise start/stop/reset of one state directory: parallel test runners
-# must not format or launch the same broker twice.  The descriptor is closed
-# in the broker's environment (see launch) so the lock dies with this script.
-lock_state() {
-    mkdir -p "$state"
-    exec 9>"$state/.lock"
-    flock -w 300 9 || die "timed out waiting for the lock on $state"
-}
 
 # --- jars ------------------------------------------------------------------
 
@@ -103,34 +93,10 @@ fetch_jars() {
 
 # --- process state ---------------------------------------------------------
 
-# Prints the broker's pid if our broker process is alive.  The command line
-# is checked too, so a stale pid file whose pid was reused by an unrelated
-# process is not mistaken for the broker.
-broker_pid() {
-    [ -f "$pidfile" ] || return 1
-    local pid
-    pid=$(cat "$pidfile" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "kafka.Kafka $props" || return 1
-    echo "$pid"
-}
-
 answers() {
     local out
     out=$("$KCAT" -b "127.0.0.1:$port" -L -m 5 2>/dev/null) || return 1
     grep -q "broker 1 at 127.0.0.1:$port" <<<"$out"
-}
-
-port_busy() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-log_tail() {
-    if [ -f "$logfile" ]; then
-        say "last 60 lines of $logfile:"
-        tail -n 60 "$logfile" >&2
-    fi
 }
 
 write_config() {
@@ -153,33 +119,9 @@ format_storage() {
 }
 
 launch() {
-    # setsid: the broker leaves this script's process group, so a Ctrl-C or
-    # a test runner killing its job does not take the shared broker down.
-    # The inner shell writes its own pid, then execs java under that pid.
-    setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" \
-        "$JAVA" -Xmx"$heap" -Xms"$heap" -XX:+UseG1GC -Djava.awt.headless=true \
+    svc_launch "$JAVA" -Xmx"$heap" -Xms"$heap" -XX:+UseG1GC -Djava.awt.headless=true \
         -Dlog4j.configuration="file:$state/log4j.properties" \
-        -cp "$libs/*" kafka.Kafka "$props" \
-        </dev/null >>"$logfile" 2>&1 9>&- 8>&- &
-    local i
-    for i in $(seq 1 50); do
-        [ -s "$pidfile" ] && break
-        sleep 0.1
-    done
-}
-
-wait_ready() {
-    local deadline=$((SECONDS + start_timeout))
-    while [ $SECONDS -lt $deadline ]; do
-        if answers; then return 0; fi
-        if ! broker_pid >/dev/null; then
-            log_tail
-            die "the broker exited during startup"
-        fi
-        sleep 1
-    done
-    log_tail
-    die "the broker did not answer on 127.0.0.1:$port within ${start_timeout}s"
+        -cp "$libs/*" kafka.Kafka "$props"
 }
 
 # --- commands --------------------------------------------------------------
@@ -188,8 +130,8 @@ cmd_start() {
     need "$JAVA"; need "$KCAT"; need flock; need setsid
     lock_state
     local pid
-    if pid=$(broker_pid); then
-        wait_ready
+    if pid=$(svc_pid); then
+        svc_wait_ready
         say "already running (pid $pid) on 127.0.0.1:$port"
         return 0
     fi
@@ -203,53 +145,19 @@ cmd_start() {
     format_storage
     say "starting Apache Kafka $KAFKA_VERSION on 127.0.0.1:$port (controller $ctl_port, state $state)"
     launch
-    pid=$(broker_pid) || { log_tail; die "the broker did not start"; }
-    wait_ready
+    pid=$(svc_pid) || { log_tail; die "the broker did not start"; }
+    svc_wait_ready
     say "ready (pid $pid) in ${SECONDS}s; bootstrap 127.0.0.1:$port"
-}
-
-cmd_stop() {
-    lock_state
-    local pid
-    if ! pid=$(broker_pid); then
-        rm -f "$pidfile"
-        say "not running"
-        return 0
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + stop_timeout))
-    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "no exit ${stop_timeout}s after SIGTERM; sending SIGKILL to $pid"
-        kill -KILL "$pid" 2>/dev/null || true
-        while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
-    fi
-    rm -f "$pidfile"
-    say "stopped (pid $pid)"
-}
-
-cmd_status() {
-    local pid
-    if ! pid=$(broker_pid); then
-        echo "not running (state $state)"
-        return 3
-    fi
-    if answers; then
-        echo "running (pid $pid), answering on 127.0.0.1:$port"
-        return 0
-    fi
-    echo "running (pid $pid) but not answering on 127.0.0.1:$port"
-    return 1
 }
 
 case "${1:-}" in
     start)     cmd_start ;;
-    stop)      cmd_stop ;;
-    status)    cmd_status ;;
-    restart)   cmd_stop; cmd_start ;;
-    reset)     cmd_stop; rm -rf "$state"; say "removed $state" ;;
+    stop)      svc_stop ;;
+    status)    svc_status ;;
+    restart)   svc_stop; cmd_start ;;
+    reset)     svc_stop; rm -rf "$state"; say "removed $state" ;;
     fetch)     fetch_jars; echo "$libs" ;;
     bootstrap) echo "127.0.0.1:$port" ;;
     log)       tail -n "${2:-60}" "$logfile" ;;
-    *)         awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2 ;;
+    *)         svc_usage "$0" ;;
 esac

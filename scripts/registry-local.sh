@@ -47,21 +47,15 @@ pidfile=$state/registry.pid
 logfile=$state/registry.log
 url="http://127.0.0.1:$port/apis/ccompat/v7"
 
-say() { echo "registry-local: $*" >&2; }
-die() { say "$*"; exit 1; }
-need() {
-    command -v "$1" >/dev/null 2>&1 || die "'$1' not found (scripts/install-deps.sh installs it)"
-}
+svc_name=registry-local
+svc_what="the registry"
+svc_where=$url
+svc_cmdline="-Dquarkus.http.port=$port .*quarkus-run.jar"
+. "$root/scripts/lib/local_service.sh"
 
 for v in "$port" "$start_timeout"; do
     [[ $v =~ ^[0-9]+$ ]] || die "not a number: '$v'"
 done
-
-lock_state() {
-    mkdir -p "$state"
-    exec 9>"$state/.lock"
-    flock -w 300 9 || die "timed out waiting for the lock on $state"
-}
 
 # --- build -----------------------------------------------------------------
 
@@ -109,57 +103,14 @@ build_app() {
 
 # --- process state ---------------------------------------------------------
 
-# Our registry's pid; the command line is checked so a reused pid of an
-# unrelated process is not taken for it.
-registry_pid() {
-    [ -f "$pidfile" ] || return 1
-    local pid
-    pid=$(cat "$pidfile" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-Dquarkus.http.port=$port .*quarkus-run.jar" || return 1
-    echo "$pid"
-}
-
 answers() {
     "$CURL" -fsS -m 5 -o /dev/null "$url/subjects" 2>/dev/null
 }
 
-port_busy() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-log_tail() {
-    if [ -f "$logfile" ]; then
-        say "last 40 lines of $logfile:"
-        tail -n 40 "$logfile" >&2
-    fi
-}
-
 launch() {
-    # setsid: the registry leaves this script's process group, so a test
-    # runner killing its job does not take the shared registry down.
-    setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" \
-        "$JAVA" -Xmx"$heap" -Djava.awt.headless=true \
+    svc_launch "$JAVA" -Xmx"$heap" -Djava.awt.headless=true \
         -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" \
-        -jar "$appdir/quarkus-run.jar" \
-        </dev/null >>"$logfile" 2>&1 9>&- 8>&- &
-    local i
-    for i in $(seq 1 50); do
-        [ -s "$pidfile" ] && break
-        sleep 0.1
-    done
-}
-
-wait_ready() {
-    local deadline=$((SECONDS + start_timeout))
-    while [ $SECONDS -lt $deadline ]; do
-        if answers; then return 0; fi
-        registry_pid >/dev/null || { log_tail; die "the registry exited during startup"; }
-        sleep 0.5
-    done
-    log_tail
-    die "the registry did not answer at $url within ${start_timeout}s"
+        -jar "$appdir/quarkus-run.jar"
 }
 
 # --- commands --------------------------------------------------------------
@@ -168,8 +119,8 @@ cmd_start() {
     need "$JAVA"; need "$CURL"; need flock; need setsid
     lock_state
     local pid
-    if pid=$(registry_pid); then
-        wait_ready
+    if pid=$(svc_pid); then
+        svc_wait_ready
         say "already running (pid $pid) at $url"
         return 0
     fi
@@ -179,50 +130,17 @@ cmd_start() {
     : >"$logfile"
     say "starting Apicurio Registry $APICURIO_VERSION at $url"
     launch
-    pid=$(registry_pid) || { log_tail; die "the registry did not start"; }
-    wait_ready
+    pid=$(svc_pid) || { log_tail; die "the registry did not start"; }
+    svc_wait_ready
     say "ready (pid $pid) at $url"
-}
-
-cmd_stop() {
-    lock_state
-    local pid
-    if ! pid=$(registry_pid); then
-        rm -f "$pidfile"
-        say "not running"
-        return 0
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + stop_timeout))
-    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.3; done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "no exit ${stop_timeout}s after SIGTERM; sending SIGKILL to $pid"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
-    say "stopped (pid $pid)"
-}
-
-cmd_status() {
-    local pid
-    if ! pid=$(registry_pid); then
-        echo "not running (state $state)"
-        return 3
-    fi
-    if answers; then
-        echo "running (pid $pid), answering at $url"
-        return 0
-    fi
-    echo "running (pid $pid) but not answering at $url"
-    return 1
 }
 
 case "${1:-}" in
     start)  cmd_start ;;
-    stop)   cmd_stop ;;
-    status) cmd_status ;;
+    stop)   svc_stop ;;
+    status) svc_status ;;
     build)  build_app; echo "$appdir" ;;
     url)    echo "$url" ;;
     log)    tail -n "${2:-60}" "$logfile" ;;
-    *)      awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2 ;;
+    *)      svc_usage "$0" ;;
 esac
