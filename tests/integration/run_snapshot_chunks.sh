@@ -137,10 +137,8 @@ EOF
 # Compaction keeps exactly what the newest manifests name: per stream, the
 # live content-chunk keys (newest value not a tombstone) are as many as the
 # distinct chunks of its last snapshot (the last debug line about it).
-kcat -b "$BOOT" -C -t "$PREFIX.state" -o beginning -e -q -X isolation.level=read_committed \
-    -f '%K %k %S\n' 2>/dev/null > "$WORK/state.keys"
-python3 - "$WORK/state.keys" "$WORK/run.err" <<'EOF' || fail "the state topic holds chunks no manifest names"
-import re, sys
+# newest_per_key: the state topic's newest value size per key (both checks below read it)
+cat > "$WORK/state_keys.py" <<'EOF'
 def newest_per_key(path):
     # "%K %k %S\n": the key's length first, as keys are binary (a digest
     # may hold a newline byte)
@@ -153,6 +151,12 @@ def newest_per_key(path):
         out[k] = int(b[sp + 2 + n:nl])
         at = nl + 1
     return out
+EOF
+kcat -b "$BOOT" -C -t "$PREFIX.state" -o beginning -e -q -X isolation.level=read_committed \
+    -f '%K %k %S\n' 2>/dev/null > "$WORK/state.keys"
+PYTHONPATH="$WORK" python3 - "$WORK/state.keys" "$WORK/run.err" <<'EOF' || fail "the state topic holds chunks no manifest names"
+import re, sys
+from state_keys import newest_per_key
 newest = newest_per_key(sys.argv[1])
 live = {}
 for k, size in newest.items():
@@ -183,21 +187,10 @@ EOF
 
 # --- a content chunk missing from the topic: the restore refuses, naming it ---------
 PY=${DPSTREAM_PYENV:-${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}/pyenv}/bin/python3
-"$PY" - "$BOOT" "$PREFIX.state" "$WORK/state.keys" <<'EOF' || fail "could not delete a chunk"
+PYTHONPATH="$WORK" "$PY" - "$BOOT" "$PREFIX.state" "$WORK/state.keys" <<'EOF' || fail "could not delete a chunk"
 import sys
 from confluent_kafka import Producer
-def newest_per_key(path):
-    # "%K %k %S\n": the key's length first, as keys are binary (a digest
-    # may hold a newline byte)
-    b, at, out = open(path, "rb").read(), 0, {}
-    while at < len(b):
-        sp = b.index(b" ", at)
-        n = int(b[at:sp])
-        k = b[sp + 1:sp + 1 + n]
-        nl = b.index(b"\n", sp + 2 + n)
-        out[k] = int(b[sp + 2 + n:nl])
-        at = nl + 1
-    return out
+from state_keys import newest_per_key
 newest = newest_per_key(sys.argv[3])
 victim = sorted(k for k, n in newest.items() if k.startswith(b"win/a\xff") and len(k) == 5 + 33 and n >= 0)[0]
 p = Producer({"bootstrap.servers": sys.argv[1]})
