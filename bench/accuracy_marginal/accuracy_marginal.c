@@ -6,6 +6,7 @@
  *
  *   bench_accuracy_marginal --data DIR [--streams a,b] [--epsilons 0.5,1,2,4] [--keys 5]
  *                           [--methods select_measure_fit,mwem] [--selections 2] [--fit mw|pgm]
+ *                           [--aggregate mean|last (default: the synthesizer's, mean for mw)]
  *                           [--fit-iterations N] [--last 10] [--max-steps N]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
@@ -211,13 +212,15 @@ static const double *paper_of(const char *stream, double eps)
 typedef struct run_result { metrics m; double sec_per_step, rows_per_s; int ok; } run_result;
 
 static run_result run_one(const row_set *rs, const char *method, double eps, int key_i, int K, const char *fit,
-                          int iters, int last, uint64_t max_steps)
+                          const char *aggregate, int iters, int last, uint64_t max_steps)
 {
     run_result out = {{0, 0, 0, 0}, 0, 0, 0};
     uint64_t T = rs->steps < max_steps ? rs->steps : max_steps;
     json_t *cfg = json_pack("{s:O, s:s, s:I, s:f, s:i, s:s, s:s, s:s, s:i}", "attributes", ATTRS, "workloads",
                             "all_2way", "horizon", (json_int_t)T, "epsilon", eps, "selections_per_step", K,
                             "counter", "simple", "method", method, "fit", fit, "fit_iterations", iters);
+    if (aggregate)
+        json_object_set_new(cfg, "aggregate", json_string(aggregate));
     dp_key key;
     for (int i = 0; i < DP_KEY_BYTES; i++)
         key.bytes[i] = (uint8_t)(i * 7 + 13 * key_i + 1);
@@ -295,7 +298,7 @@ static size_t split(char *s, char **out, size_t max)
 
 int main(int argc, char **argv)
 {
-    const char *data = NULL, *fit = "auto";
+    const char *data = NULL, *fit = "auto", *aggregate = NULL;
     char streams_arg[512] = "adult/randomized-bs50,adult/randomized-bs200,adult/ordered-bs50,adult/ordered-bs200";
     char eps_arg[128] = "0.5,1,2,4", methods_arg[128] = "mwem,select_measure_fit";
     int keys = 5, K = 2, last = 10, iters = 10;
@@ -309,6 +312,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--selections")) K = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--last")) last = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit")) fit = argv[i + 1];
+        else if (!strcmp(argv[i], "--aggregate")) aggregate = argv[i + 1];
         else if (!strcmp(argv[i], "--fit-iterations")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-steps")) max_steps = strtoull(argv[i + 1], NULL, 10);
         else {
@@ -330,7 +334,8 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < P; i++)
         domain *= SIZES[i];
     printf("seed 001 §7 on %s: %u attributes (domain %.4g cells), all %u 2-way workloads, K = %d, fit %s, "
-           "%d keys, metrics averaged over the last %d steps\n", data, P, domain, P * (P - 1) / 2, K, fit, keys, last);
+           "aggregate %s, %d keys, metrics averaged over the last %d steps\n", data, P, domain, P * (P - 1) / 2, K,
+           fit, aggregate ? aggregate : "default", keys, last);
     printf("%-24s %4s  %-9s  %-26s %-26s %-26s %-26s  %9s %9s\n", "stream", "eps", "method", "AvgWE (paper)",
            "MaxWE (paper)", "AvgRelWE (paper)", "MaxRelWE (paper)", "s/step", "rows/s");
     for (size_t si = 0; si < ns; si++) {
@@ -350,7 +355,7 @@ int main(int argc, char **argv)
                 double v[4][64], sps = 0, rps = 0;
                 int ok = 0;
                 for (int k = 0; k < keys && k < 64; k++) {
-                    run_result r = run_one(rs, methods[mi], eps, k, K, fit, iters, last, max_steps);
+                    run_result r = run_one(rs, methods[mi], eps, k, K, fit, aggregate, iters, last, max_steps);
                     if (!r.ok)
                         continue;
                     v[0][ok] = r.m.avg_we;

@@ -16,7 +16,7 @@
 
 static const char *const KEYS[] = {"synthesizer", "attributes", "workloads", "horizon", "epsilon", "rho",
                                    "selections_per_step", "counter", "method", "fit", "fit_iterations",
-                                   "max_rows_per_user", "neighbors", "delta", "max_model_cells",
+                                   "aggregate", "max_rows_per_user", "neighbors", "delta", "max_model_cells",
                                    "max_release_rows", NULL};
 
 void dp_marginal_config_free(dp_marginal_config *c)
@@ -194,10 +194,12 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
     static const char *const METHODS[] = {"select_measure_fit", "mwem", NULL};
     static const char *const FITS[] = {"mw", "pgm", "auto", NULL};
     static const char *const NEIGHBORS[] = {"add_remove", "replace", NULL};
-    int method = 0, fit = 2, nb = 0;
+    static const char *const AGGREGATES[] = {"mean", "last", NULL};
+    int method = 0, fit = 2, nb = 0, agg = -1;
     if ((rc = dp_cfg_choice(json_object_get(cfg, "method"), NAME, "method", METHODS, &method, errstr, errstr_size)) ||
         (rc = dp_cfg_choice(json_object_get(cfg, "fit"), NAME, "fit", FITS, &fit, errstr, errstr_size)) ||
-        (rc = dp_cfg_choice(json_object_get(cfg, "neighbors"), NAME, "neighbors", NEIGHBORS, &nb, errstr, errstr_size)))
+        (rc = dp_cfg_choice(json_object_get(cfg, "neighbors"), NAME, "neighbors", NEIGHBORS, &nb, errstr, errstr_size)) ||
+        (rc = dp_cfg_choice(json_object_get(cfg, "aggregate"), NAME, "aggregate", AGGREGATES, &agg, errstr, errstr_size)))
         goto fail;
     c->method = (dp_marginal_method)method;
     c->replace = nb == 1;
@@ -210,6 +212,16 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
                     "\"pgm\" (or \"auto\")", c->domain_cells);
         goto fail;
     }
+    /* A graphical model cannot average: the mean of two models' tables is a
+     * mixture, outside the family; pgm takes h_{t,K}. */
+    if (c->fit == DP_MARGINAL_FIT_PGM && agg == DP_MARGINAL_AGG_MEAN) {
+        rc = dp_err(errstr, errstr_size, DP_EINVAL,
+                    NAME ": aggregate \"mean\" averages fitted tables over the full domain, which needs fit \"mw\"; "
+                    "fit \"pgm\" takes \"last\"");
+        goto fail;
+    }
+    c->aggregate = agg >= 0 ? (dp_marginal_aggregate)agg
+                            : c->fit == DP_MARGINAL_FIT_PGM ? DP_MARGINAL_AGG_LAST : DP_MARGINAL_AGG_MEAN;
     if (c->fit == DP_MARGINAL_FIT_PGM) {
         for (size_t i = 0; i < c->n_workloads; i++)
             if (c->workloads[i].k > 2) {

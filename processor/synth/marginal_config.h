@@ -11,6 +11,8 @@
  *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2)
  *   fit                 "mw" | "pgm" | "auto" (default: mw when the domain has <= 2^22 cells)
  *   fit_iterations      passes of the fit per selection (default 10)
+ *   aggregate           g_t from the step's fits h_{t,1..K}: "mean" (Alg. 3 line 19; the mw
+ *                       default) | "last" (h_{t,K}; the only choice, and default, of pgm)
  *   max_rows_per_user   absent: event-level (one row inserted or deleted at one step);
  *                       s >= 1: user-level for entities with at most s row events
  *   neighbors           "add_remove" (default: one event more or less) | "replace"
@@ -37,6 +39,7 @@
 
 typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1 } dp_marginal_method;
 typedef enum dp_marginal_fit { DP_MARGINAL_FIT_MW = 0, DP_MARGINAL_FIT_PGM = 1 } dp_marginal_fit;
+typedef enum dp_marginal_aggregate { DP_MARGINAL_AGG_MEAN = 0, DP_MARGINAL_AGG_LAST = 1 } dp_marginal_aggregate;
 
 /* One workload: the marginal on k attributes (ascending), its cells in
  * row-major order with the first attribute most significant, and where its
@@ -68,6 +71,7 @@ typedef struct dp_marginal_config {
     dp_marginal_fit       fit;
     int                   fit_auto;
     uint32_t              fit_iterations;
+    dp_marginal_aggregate aggregate;
     uint32_t              max_rows_per_user;   /* 0: event-level */
     int                   replace;
     double                delta;
