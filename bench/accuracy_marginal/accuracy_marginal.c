@@ -254,8 +254,10 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
         double t1 = now_s();
         es.active = t + (uint64_t)last > T;
         memset(syn, 0, q.total * sizeof *syn);
-        if (dp_synth_close_step(s, &sink, err, sizeof err) != DP_OK) {
-            fprintf(stderr, "%s step %llu: %s\n", rs->name, (unsigned long long)t, err);
+        err[0] = '\0';
+        int crc = dp_synth_close_step(s, &sink, err, sizeof err);
+        if (crc != DP_OK) {
+            fprintf(stderr, "%s step %llu: %s (%s)\n", rs->name, (unsigned long long)t, err, dp_status_str(crc));
             goto done;
         }
         double t2 = now_s();

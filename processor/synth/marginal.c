@@ -452,7 +452,7 @@ static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t err
             continue;
         wl_state *s = &m->wl[i];
         if ((rc = m->mops->marginal(m->g, &c->workloads[i], s->r)) != DP_OK)
-            return rc;
+            return dp_err(errstr, errstr_size, rc, NAME ": computing W(g) for r(t, W) of workload %zu", i);
         if (s->c_last)
             for (uint64_t k = 0; k < c->workloads[i].cells; k++)
                 s->r[k] -= (double)s->c_last[k];

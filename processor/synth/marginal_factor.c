@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_QUERY_CELLS ((uint64_t)1 << 26)
+/* A pair query's product runs over {a} ∪ two separators of one clique — at
+ * most max_model_cells × |a| cells, nothing of that size allocated (Adult at
+ * the default cap: 2^20 × 100).  This only guards against a runaway loop;
+ * hitting the old 2^26 stopped a stream mid-way once the tree grew. */
+#define MAX_QUERY_CELLS ((uint64_t)1 << 40)
 
 int dp_factor_init(dp_factor *f, const uint32_t *attrs, uint32_t k, const uint32_t *sizes)
 {
@@ -87,28 +91,72 @@ static inline void odo_next(odo *o)
     }
 }
 
+/* f's cells as runs over its last attribute: an odometer over the others
+ * (each run's start in g) and the last attribute's stride in g and run
+ * length.  Loops over runs visit f's cells in the same order as one
+ * odometer step per cell, without paying for one. */
+static void runs_init(odo *o, const dp_factor *f, const dp_factor *g, const uint32_t *sizes, uint64_t *stride,
+                      uint32_t *n_last)
+{
+    if (f->k == 0) {
+        memset(o, 0, sizeof *o);
+        *stride = 0;
+        *n_last = 1;
+        return;
+    }
+    odo whole;
+    odo_init(&whole, f, g, sizes);
+    *stride = whole.mult[f->k - 1];
+    *n_last = whole.size[f->k - 1];
+    dp_factor prefix = *f;
+    prefix.k = f->k - 1;
+    odo_init(o, &prefix, g, sizes);
+}
+
 void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes)
 {
     odo o;
-    odo_init(&o, f, out, sizes);
-    for (uint64_t i = 0; i < f->cells; i++, odo_next(&o))
-        out->v[o.idx] += f->v[i];
+    uint64_t s;
+    uint32_t n;
+    runs_init(&o, f, out, sizes, &s, &n);
+    const double *x = f->v;
+    for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
+        double *y = out->v + o.idx;
+        for (uint32_t d = 0; d < n; d++)
+            y[d * s] += x[d];
+    }
 }
 
 void dp_factor_mul(dp_factor *f, const dp_factor *g, const uint32_t *sizes, int divide)
 {
     odo o;
-    odo_init(&o, f, g, sizes);
-    for (uint64_t i = 0; i < f->cells; i++, odo_next(&o))
-        f->v[i] = divide ? (g->v[o.idx] > 0 ? f->v[i] / g->v[o.idx] : 0) : f->v[i] * g->v[o.idx];
+    uint64_t s;
+    uint32_t n;
+    runs_init(&o, f, g, sizes, &s, &n);
+    double *x = f->v;
+    for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
+        const double *y = g->v + o.idx;
+        if (divide)
+            for (uint32_t d = 0; d < n; d++)
+                x[d] = y[d * s] > 0 ? x[d] / y[d * s] : 0;
+        else
+            for (uint32_t d = 0; d < n; d++)
+                x[d] *= y[d * s];
+    }
 }
 
 void dp_factor_add(dp_factor *f, const dp_factor *g, const uint32_t *sizes)
 {
     odo o;
-    odo_init(&o, f, g, sizes);
-    for (uint64_t i = 0; i < f->cells; i++, odo_next(&o))
-        f->v[i] += g->v[o.idx];
+    uint64_t s;
+    uint32_t n;
+    runs_init(&o, f, g, sizes, &s, &n);
+    double *x = f->v;
+    for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
+        const double *y = g->v + o.idx;
+        for (uint32_t d = 0; d < n; d++)
+            x[d] += y[d * s];
+    }
 }
 
 static void normalize(dp_factor *f)
@@ -361,15 +409,38 @@ static int product_onto(const dp_factor *a, const dp_factor *b, const uint32_t *
     int rc = dp_factor_init(out, keep, kk, sizes);
     if (rc != DP_OK)
         return rc;
+    if (ku == 0) {
+        out->v[0] += a->v[0] * b->v[0];
+        return DP_OK;
+    }
+    /* The union's cells as one odometer over all attributes but the largest
+     * and a strided run over the largest (this loop is most of a pgm step's
+     * time — the pair queries — and an odometer step per cell cost more
+     * than the product when the last attribute is binary). */
     dp_factor shape = {.k = ku};   /* the union, values never allocated */
     memcpy(shape.attrs, u, ku * sizeof *u);
+    uint32_t L = 0;
+    for (uint32_t i = 1; i < ku; i++)
+        if (sizes[u[i]] > sizes[u[L]])
+            L = i;
+    odo la, lb, lo;
+    odo_init(&la, &shape, a, sizes);
+    odo_init(&lb, &shape, b, sizes);
+    odo_init(&lo, &shape, out, sizes);
+    const uint64_t sa = la.mult[L], sb = lb.mult[L], so = lo.mult[L];
+    const uint32_t n_last = sizes[u[L]];
+    memmove(shape.attrs + L, shape.attrs + L + 1, (ku - 1 - L) * sizeof *shape.attrs);
+    shape.k = ku - 1;
     odo oa, ob, oo;
     odo_init(&oa, &shape, a, sizes);
     odo_init(&ob, &shape, b, sizes);
     odo_init(&oo, &shape, out, sizes);
-    uint64_t cells = (uint64_t)c;
-    for (uint64_t i = 0; i < cells; i++) {
-        out->v[oo.idx] += a->v[oa.idx] * b->v[ob.idx];
+    uint64_t runs = (uint64_t)c / n_last;
+    for (uint64_t r = 0; r < runs; r++) {
+        const double *pa = a->v + oa.idx, *pb = b->v + ob.idx;
+        double *po = out->v + oo.idx;
+        for (uint32_t d = 0; d < n_last; d++)
+            po[d * so] += pa[d * sa] * pb[d * sb];
         odo_next(&oa);
         odo_next(&ob);
         odo_next(&oo);
@@ -580,5 +651,158 @@ static int pair_chain(const dp_jtree *jt, const uint32_t *sizes, const uint32_t 
         dp_factor_free(&f);
     }
     dp_factor_free(&phi);
+    return rc;
+}
+
+/* --- every pair of one attribute, in one traversal ------------------------------- */
+
+static void sort_attrs(uint32_t *x, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t q = i; q > 0 && x[q - 1] > x[q]; q--) {
+            uint32_t t = x[q];
+            x[q] = x[q - 1];
+            x[q - 1] = t;
+        }
+}
+
+/* attributes of K ∩ N, in K's (ascending) order */
+static uint32_t shared_attrs(const dp_factor *K, const dp_factor *N, uint32_t *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < K->k; i++)
+        for (uint32_t q = 0; q < N->k; q++)
+            if (K->attrs[i] == N->attrs[q])
+                out[n++] = K->attrs[i];
+    return n;
+}
+
+typedef struct pairs_walk {
+    const dp_jtree  *jt;
+    const uint32_t  *sizes;
+    uint32_t         a;
+    const uint8_t   *want;    /* per attribute b: emit P(a, b) */
+    int32_t         *home;    /* per attribute: dp_jtree_find of it alone */
+    dp_jtree_pair_fn emit;
+    void            *ctx;
+} pairs_walk;
+
+/* φ(a, S_K) · P(· | S_K) onto {a} ∪ also, from clique K's belief (the step of pair_chain). */
+static int carry(const pairs_walk *w, uint32_t K, const dp_factor *phi, const uint32_t *given, uint32_t kg,
+                 const uint32_t *also, uint32_t ka, dp_factor *out)
+{
+    dp_factor cond;
+    int rc = conditional(w->jt, K, given, kg, also, ka, w->sizes, &cond);
+    if (rc != DP_OK)
+        return rc;
+    uint32_t keep[DP_FACTOR_MAX_ATTRS + 2], kk = 0;
+    int a_in = 0;
+    for (uint32_t i = 0; i < ka; i++) {
+        keep[kk++] = also[i];
+        a_in |= also[i] == w->a;
+    }
+    if (!a_in)
+        keep[kk++] = w->a;
+    sort_attrs(keep, kk);
+    rc = product_onto(phi, &cond, keep, kk, w->sizes, out);
+    dp_factor_free(&cond);
+    return rc;
+}
+
+static int emit_pair(const pairs_walk *w, uint32_t b, const dp_factor *phi)
+{
+    uint32_t asc[2] = {w->a < b ? w->a : b, w->a < b ? b : w->a};
+    dp_factor f;
+    int rc = dp_factor_init(&f, asc, 2, w->sizes);
+    if (rc != DP_OK)
+        return rc;
+    dp_factor_sum_into(phi, &f, w->sizes);
+    rc = w->emit(w->ctx, b, f.v);
+    dp_factor_free(&f);
+    return rc;
+}
+
+static int adjacent(const dp_jtree *jt, uint32_t x, uint32_t y)
+{
+    return jt->parent[x] == (int32_t)y || jt->parent[y] == (int32_t)x;
+}
+
+/* 1 if a wanted pair ends in the part of the tree that K leads to, away from
+ * `from` (a subtree with none is not walked: its tables would be unused). */
+static int leads_to_target(const pairs_walk *w, uint32_t K, uint32_t from)
+{
+    for (uint32_t i = 0; i < w->jt->belief[K].k; i++) {
+        uint32_t b = w->jt->belief[K].attrs[i];
+        if (w->want[b] && w->home[b] == (int32_t)K)
+            return 1;
+    }
+    for (uint32_t N = 0; N < w->jt->n_cliques; N++)
+        if (N != from && adjacent(w->jt, K, N) && leads_to_target(w, N, K))
+            return 1;
+    return 0;
+}
+
+/* Clique K, entered from `from` with phi = P(a, K ∩ from): emit the wanted
+ * pairs whose second attribute lives first in K, then carry phi on. */
+static int walk(const pairs_walk *w, uint32_t K, uint32_t from, const dp_factor *phi)
+{
+    const dp_jtree *jt = w->jt;
+    const dp_factor *k = &jt->belief[K];
+    uint32_t given[DP_FACTOR_MAX_ATTRS], kg = shared_attrs(k, &jt->belief[from], given);
+    int rc = DP_OK;
+    for (uint32_t i = 0; i < k->k && rc == DP_OK; i++) {
+        uint32_t b = k->attrs[i];
+        if (!w->want[b] || w->home[b] != (int32_t)K)
+            continue;
+        dp_factor last;
+        if ((rc = carry(w, K, phi, given, kg, &b, 1, &last)) == DP_OK) {
+            rc = emit_pair(w, b, &last);
+            dp_factor_free(&last);
+        }
+    }
+    for (uint32_t N = 0; N < jt->n_cliques && rc == DP_OK; N++) {
+        if (N == from || !adjacent(jt, K, N) || !leads_to_target(w, N, K))
+            continue;
+        uint32_t nxt[DP_FACTOR_MAX_ATTRS];
+        uint32_t kn = shared_attrs(k, &jt->belief[N], nxt);
+        dp_factor next;
+        if ((rc = carry(w, K, phi, given, kg, nxt, kn, &next)) == DP_OK) {
+            rc = walk(w, N, K, &next);
+            dp_factor_free(&next);
+        }
+    }
+    return rc;
+}
+
+int dp_jtree_pairs_of(const dp_jtree *jt, const uint32_t *sizes, uint32_t n_attrs, uint32_t a, const uint8_t *want,
+                      dp_jtree_pair_fn emit, void *ctx)
+{
+    int32_t home[64];
+    if (n_attrs > 64)
+        return DP_ERANGE;
+    for (uint32_t x = 0; x < n_attrs; x++)
+        home[x] = dp_jtree_find(jt, &x, 1);
+    int ka = home[a];
+    if (ka < 0)
+        return DP_ERANGE;
+    pairs_walk w = {jt, sizes, a, want, home, emit, ctx};
+    int rc = DP_OK;
+    /* The start is pair_chain's first table: P({a} ∪ (K_a ∩ N)) for each neighbour N. */
+    for (uint32_t N = 0; N < jt->n_cliques && rc == DP_OK; N++) {
+        if (!adjacent(jt, (uint32_t)ka, N) || !leads_to_target(&w, N, (uint32_t)ka))
+            continue;
+        uint32_t s[DP_FACTOR_MAX_ATTRS + 1], ks = 0, sh[DP_FACTOR_MAX_ATTRS];
+        s[ks++] = a;
+        uint32_t n = shared_attrs(&jt->belief[ka], &jt->belief[N], sh);
+        for (uint32_t i = 0; i < n; i++)
+            if (sh[i] != a)
+                s[ks++] = sh[i];
+        sort_attrs(s, ks);
+        dp_factor phi;
+        if ((rc = conditional(jt, (uint32_t)ka, NULL, 0, s, ks, sizes, &phi)) == DP_OK) {
+            rc = walk(&w, N, (uint32_t)ka, &phi);
+            dp_factor_free(&phi);
+        }
+    }
     return rc;
 }

@@ -68,5 +68,15 @@ int  dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes);
 /* The marginal distribution of attrs[0..k) (k <= 2 across cliques; any k
  * inside one clique), into out (cells of the attributes, ascending order). */
 int  dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, uint32_t k, double *out);
+/* For every attribute b with want[b] (b ≠ a, the pair {a, b} in no single
+ * clique): emit(ctx, b, P(a, b)) — cells in ascending attribute order — in
+ * one traversal of the tree from a's clique, sharing the tables carried
+ * along common path prefixes.  Bit for bit what dp_jtree_marginal gives
+ * for the pair when a has fewer categories than b (or as many and a < b):
+ * the same products in the same order.  A non-zero return of emit stops
+ * the walk and is returned. */
+typedef int (*dp_jtree_pair_fn)(void *ctx, uint32_t b, const double *p_ab);
+int  dp_jtree_pairs_of(const dp_jtree *jt, const uint32_t *sizes, uint32_t n_attrs, uint32_t a, const uint8_t *want,
+                       dp_jtree_pair_fn emit, void *ctx);
 
 #endif

@@ -219,11 +219,64 @@ static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
 
 static double pgm_total(const dp_mmodel *m) { return m->total; }
 
+/* The attribute dp_jtree_marginal carries along the path for a pair (the one
+ * with fewer categories; the first on a tie). */
+static uint32_t carried(const dp_marginal_config *c, const dp_marginal_workload *w)
+{
+    return c->sizes[w->attrs[1]] < c->sizes[w->attrs[0]] ? w->attrs[1] : w->attrs[0];
+}
+
+typedef struct pair_fill {
+    dp_mmodel *m;
+    uint32_t   a;
+    size_t     wi_of[DP_MARGINAL_MAX_ATTRS];   /* per b: the workload {a, b} */
+} pair_fill;
+
+static int fill_pair(void *ctx, uint32_t b, const double *p)
+{
+    pair_fill *f = ctx;
+    dp_mmodel *m = f->m;
+    size_t wi = f->wi_of[b];
+    uint64_t cells = m->cfg->workloads[wi].cells;
+    if (!m->wcache[wi] && !(m->wcache[wi] = malloc(cells * sizeof *p)))
+        return DP_ENOMEM;
+    memcpy(m->wcache[wi], p, cells * sizeof *p);
+    m->wvalid[wi] = 1;
+    return DP_OK;
+}
+
+/* Every uncached cross-clique pair workload carrying the same attribute as
+ * w, in one traversal of the tree (dp_jtree_pairs_of: the same tables as
+ * one dp_jtree_marginal per pair, with the common path prefixes computed
+ * once; selection asks for all of them K + 1 times a step). */
+static int fill_pairs_like(dp_mmodel *m, const dp_marginal_workload *w)
+{
+    const dp_marginal_config *c = m->cfg;
+    pair_fill f = {.m = m, .a = carried(c, w)};
+    uint8_t want[DP_MARGINAL_MAX_ATTRS] = {0};
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        const dp_marginal_workload *x = &c->workloads[i];
+        if (x->k != 2 || m->wvalid[i] || carried(c, x) != f.a || dp_jtree_find(&m->jt, x->attrs, 2) >= 0)
+            continue;
+        uint32_t b = x->attrs[0] == f.a ? x->attrs[1] : x->attrs[0];
+        want[b] = 1;
+        f.wi_of[b] = i;
+    }
+    return dp_jtree_pairs_of(&m->jt, c->sizes, c->n_attrs, f.a, want, fill_pair, &f);
+}
+
 static int pgm_marginal(const dp_mmodel *cm, const dp_marginal_workload *w, double *out)
 {
     dp_mmodel *m = (dp_mmodel *)cm;   /* calibration and wcache are caches of the potentials */
     size_t wi = (size_t)(w - m->cfg->workloads);
     int cached = wi < m->cfg->n_workloads;
+    if (cached && !m->wvalid[wi] && w->k == 2) {
+        int rc = calibrate(m);
+        if (rc == DP_OK && dp_jtree_find(&m->jt, w->attrs, 2) < 0)
+            rc = fill_pairs_like(m, w);
+        if (rc != DP_OK)
+            return rc;
+    }
     if (cached && m->wvalid[wi]) {
         memcpy(out, m->wcache[wi], w->cells * sizeof *out);
     } else {
