@@ -127,7 +127,10 @@ void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *size
     }
 }
 
-void dp_factor_mul(dp_factor *f, const dp_factor *g, const uint32_t *sizes, int divide)
+typedef enum { APPLY_MUL, APPLY_DIV, APPLY_ADD } apply_op;
+
+/* f.v[x] ∘= g.v[x restricted to g's attributes], run by run. */
+static void apply_runs(dp_factor *f, const dp_factor *g, const uint32_t *sizes, apply_op op)
 {
     odo o;
     uint64_t s;
@@ -136,27 +139,21 @@ void dp_factor_mul(dp_factor *f, const dp_factor *g, const uint32_t *sizes, int 
     double *x = f->v;
     for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
         const double *y = g->v + o.idx;
-        if (divide)
-            for (uint32_t d = 0; d < n; d++)
-                x[d] = y[d * s] > 0 ? x[d] / y[d * s] : 0;
-        else
-            for (uint32_t d = 0; d < n; d++)
-                x[d] *= y[d * s];
+        for (uint32_t d = 0; d < n; d++) {
+            double gy = y[d * s];
+            x[d] = op == APPLY_ADD ? x[d] + gy : op == APPLY_MUL ? x[d] * gy : gy > 0 ? x[d] / gy : 0;
+        }
     }
+}
+
+void dp_factor_mul(dp_factor *f, const dp_factor *g, const uint32_t *sizes, int divide)
+{
+    apply_runs(f, g, sizes, divide ? APPLY_DIV : APPLY_MUL);
 }
 
 void dp_factor_add(dp_factor *f, const dp_factor *g, const uint32_t *sizes)
 {
-    odo o;
-    uint64_t s;
-    uint32_t n;
-    runs_init(&o, f, g, sizes, &s, &n);
-    double *x = f->v;
-    for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
-        const double *y = g->v + o.idx;
-        for (uint32_t d = 0; d < n; d++)
-            x[d] += y[d * s];
-    }
+    apply_runs(f, g, sizes, APPLY_ADD);
 }
 
 static void normalize(dp_factor *f)
