@@ -71,12 +71,12 @@ int  dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t
 /* For every attribute b with want[b] (b ≠ a, the pair {a, b} in no single
  * clique): emit(ctx, b, P(a, b)) — cells in ascending attribute order — in
  * one traversal of the tree from a's clique, sharing the tables carried
- * along common path prefixes.  Bit for bit what dp_jtree_marginal gives
- * for the pair when a has fewer categories than b (or as many and a < b):
- * the same products in the same order.  A non-zero return of emit stops
- * the walk and is returned. */
+ * along common path prefixes (dp_jtree_marginal asks it for one pair,
+ * carrying the attribute with fewer categories — the first on a tie — so
+ * the two agree bit for bit).  Attributes < 64.  A non-zero return of emit
+ * stops the walk and is returned. */
 typedef int (*dp_jtree_pair_fn)(void *ctx, uint32_t b, const double *p_ab);
-int  dp_jtree_pairs_of(const dp_jtree *jt, const uint32_t *sizes, uint32_t n_attrs, uint32_t a, const uint8_t *want,
+int  dp_jtree_pairs_of(const dp_jtree *jt, const uint32_t *sizes, uint32_t a, const uint8_t *want,
                        dp_jtree_pair_fn emit, void *ctx);
 
 #endif

@@ -262,7 +262,7 @@ static int fill_pairs_like(dp_mmodel *m, const dp_marginal_workload *w)
         want[b] = 1;
         f.wi_of[b] = i;
     }
-    return dp_jtree_pairs_of(&m->jt, c->sizes, c->n_attrs, f.a, want, fill_pair, &f);
+    return dp_jtree_pairs_of(&m->jt, c->sizes, f.a, want, fill_pair, &f);
 }
 
 static int pgm_marginal(const dp_mmodel *cm, const dp_marginal_workload *w, double *out)
