@@ -113,6 +113,7 @@ static void marginal_release_destroy(dp_release_half *rel)
         m->mops->destroy(m->h);
         m->mops->destroy(m->avg);
         m->mops->destroy(m->fresh);
+        dp_marginal_mixture_free(m);
     }
     dp_ledger_free(&m->ledger);
     dp_marginal_config_free(&m->cfg);
@@ -241,7 +242,7 @@ static int marginal_release_create(dp_release_half **out, const json_t *config, 
     for (size_t i = 0; i < nw; i++)
         if (!(m->wl[i].r = calloc(c->workloads[i].cells, sizeof *m->wl[i].r)))
             goto nomem;
-    if (c->method == DP_MARGINAL_MWEM &&
+    if (c->method == DP_MARGINAL_MWEM && c->fit == DP_MARGINAL_FIT_MW &&
         !(m->G = calloc((size_t)c->domain_cells, sizeof *m->G)))
         goto nomem;
     for (size_t l = 0; l < K; l++) {
@@ -492,6 +493,12 @@ static int step_mwem(marginal_release *m, uint64_t step, char *errstr, size_t er
             (rc = aggregate(m, (uint32_t)(l + 1))) != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": fit");
     }
+    if (c->fit == DP_MARGINAL_FIT_PGM) {   /* g_t = g_{t-1} + h_{t,K}, as a mixture (only positive steps) */
+        if (sign > 0 && (rc = dp_marginal_mixture_add(m, m->avg)) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": keeping step %llu's model", (unsigned long long)step);
+        m->last_total = dp_marginal_mixture_total(m);
+        return DP_OK;
+    }
     /* g_t = g_{t-1} + mean_l h_{t,l} (or h_{t,K}): the aggregate's counts, added with its sign. */
     uint64_t cells = (uint64_t)c->domain_cells;
     /* the mw model's distribution × total, cell by cell */
@@ -619,7 +626,8 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     dp_drbg g;
     step_drbg(m, &g, step, "rows", 0);
     rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
-                                      : dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m);
+         : m->G                       ? dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m)
+                                      : dp_marginal_mixture_rows(m, m->last_rows, &g, emit_row, m);
     dp_drbg_wipe(&g);
     m->sink = NULL;
     if (rc != 0)

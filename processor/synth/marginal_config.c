@@ -230,12 +230,6 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
                             "%.4g cells)", i, c->domain_cells);
                 goto fail;
             }
-        if (c->method == DP_MARGINAL_MWEM) {
-            rc = dp_err(errstr, errstr_size, DP_EINVAL,
-                        NAME ": method \"mwem\" adds up each step's fitted table over the full domain, which needs "
-                        "fit \"mw\" (a domain of at most 2^22 cells; this one has %.4g)", c->domain_cells);
-            goto fail;
-        }
     }
     if ((v = json_object_get(cfg, "fit_iterations"))) {
         if ((rc = dp_cfg_uint(v, NAME, "fit_iterations", 1, 10000, &u, errstr, errstr_size)))

@@ -86,6 +86,10 @@ static dp_reject_reason check(const marginal_ingest *m, const dp_update *u)
         return DP_REJECT_FUTURE_STEP;
     if ((u->kind != DP_UPDATE_INSERT && u->kind != DP_UPDATE_DELETE) || u->payload.kind != DP_PAYLOAD_ROW)
         return DP_REJECT_WRONG_KIND;
+    /* mwem with fit pgm keeps g as a sum of models, which cannot subtract
+     * (marginal_mixture.c): its streams are insert-only. */
+    if (u->kind == DP_UPDATE_DELETE && m->cfg.method == DP_MARGINAL_MWEM && m->cfg.fit == DP_MARGINAL_FIT_PGM)
+        return DP_REJECT_WRONG_KIND;
     if (u->payload.row_len != m->cfg.n_attrs || !u->payload.row)
         return DP_REJECT_OUT_OF_DOMAIN;
     for (uint32_t i = 0; i < m->cfg.n_attrs; i++)

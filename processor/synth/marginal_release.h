@@ -42,7 +42,9 @@ typedef struct marginal_release {
     dp_ledger            ledger;      /* the last released step's (per-step: see the header) */
     dp_mmodel           *g;           /* g_{t-1} (select_measure_fit) */
     dp_mmodel           *h, *avg, *fresh;
-    double              *G;           /* mwem: accumulated synthetic counts over the domain */
+    double              *G;           /* mwem + mw: accumulated synthetic counts over the domain */
+    dp_mmodel          **parts;       /* mwem + pgm: each step's fitted model (marginal_mixture.c) */
+    size_t               n_parts, cap_parts;
     wl_state            *wl;
     double               last_total;
     uint64_t             last_rows;
@@ -67,6 +69,14 @@ typedef struct marginal_release {
 
 /* Workload i's per-cell counters, created the first time it is selected. */
 int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size);
+
+/* mwem + pgm's g_t, the sum of the steps' models (marginal_mixture.c). */
+int    dp_marginal_mixture_add(marginal_release *m, const dp_mmodel *part);
+double dp_marginal_mixture_total(const marginal_release *m);
+int    dp_marginal_mixture_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
+void   dp_marginal_mixture_free(marginal_release *m);
+void   dp_marginal_mixture_save(const marginal_release *m, dp_buf *b);
+int    dp_marginal_mixture_load(marginal_release *m, dp_reader *r);
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
 int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);

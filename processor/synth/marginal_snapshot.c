@@ -37,6 +37,8 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
     if (m->G)
         for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
             dp_buf_put_f64(b, m->G[x]);
+    else if (c->method == DP_MARGINAL_MWEM)
+        dp_marginal_mixture_save(m, b);
     for (size_t i = 0; i < c->n_workloads; i++) {
         const wl_state *w = &m->wl[i];
         dp_buf_put_u64(b, w->selected);
@@ -86,10 +88,13 @@ int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
         rc = m->mops->load(m->g, r);
     if (rc != DP_OK)
         return DP_ECORRUPT;
-    if (m->G)
+    if (m->G) {
         for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
             if (!isfinite(m->G[x] = dp_reader_f64(r)))
                 return DP_ECORRUPT;
+    } else if (c->method == DP_MARGINAL_MWEM && (rc = dp_marginal_mixture_load(m, r)) != DP_OK) {
+        return rc;
+    }
     char why[128];
     for (size_t i = 0; i < c->n_workloads; i++) {
         wl_state *w = &m->wl[i];

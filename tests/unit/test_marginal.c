@@ -197,8 +197,12 @@ static void test_ledger_and_horizon(void)
     }
 }
 
+#define MWEM_PGM ", \"method\": \"mwem\", \"fit\": \"pgm\""
+
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 {
+    /* mwem with pgm takes insert-only streams (marginal_mixture.c) */
+    const int del = ctx && strcmp(ctx, MWEM_PGM) == 0 ? 0 : 20;
     const int T = 6;
     json_t *j = cfg_of(T, "epsilon", 2, 2, ctx);
     dp_synth *s;
@@ -209,7 +213,7 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
     tk_sink_init(&k);
     uint64_t next = 0, oldest = 0;
     if (restore_at) {
-        run(s, &k, 1, restore_at, 150, 20, &next, &oldest);
+        run(s, &k, 1, restore_at, 150, del, &next, &oldest);
         dp_buf snap;
         dp_buf_init(&snap);
         dp_synth_env env = {&key, "m/1", 3};
@@ -231,7 +235,7 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
         dp_synth_destroy(bad);
         dp_buf_free(&snap);
     }
-    run(s, &k, restore_at + 1, T, 150, 20, &next, &oldest);
+    run(s, &k, restore_at + 1, T, 150, del, &next, &oldest);
     dp_buf_put_bytes(out, k.out.data, k.out.len);
     tk_sink_free(&k);
     dp_synth_destroy(s);
@@ -240,9 +244,9 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
 
 static void test_determinism_and_restore(void)
 {
-    static const char *const methods[4] = {NULL, ", \"method\": \"mwem\"", ", \"fit\": \"pgm\"",
-                                           ", \"aggregate\": \"last\""};
-    for (int mi = 0; mi < 4; mi++)
+    static const char *const methods[5] = {NULL, ", \"method\": \"mwem\"", ", \"fit\": \"pgm\"",
+                                           ", \"aggregate\": \"last\"", MWEM_PGM};
+    for (int mi = 0; mi < 5; mi++)
         tk_check_replays(run_bytes, (void *)methods[mi], 1, 2, 3, 1000);
 }
 
@@ -440,6 +444,55 @@ static void test_delete_heavy(void)
 }
 
 
+/* mwem with fit pgm (g_t as the sum of the steps' models): on an
+ * insert-only stream it releases what mwem with fit mw releases — the same
+ * selections and measurements (the fits agree to ~1e-16, test_marginal_pgm),
+ * so the same noisy totals and row counts — and it rejects DELETE. */
+static void test_mwem_pgm_mixture(void)
+{
+    json_t *jm = cfg_of(8, "epsilon", 4, 2, ", \"method\": \"mwem\", \"fit\": \"mw\", \"aggregate\": \"last\"");
+    json_t *jp = cfg_of(8, "epsilon", 4, 2, MWEM_PGM);
+    dp_synth *sm, *sp;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create(&sm, jm, 3, &key, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(create(&sp, jp, 3, &key, err, sizeof err), DP_OK);
+    tk_sink km, kp;
+    tk_sink_init(&km);
+    tk_sink_init(&kp);
+    uint64_t nm = 0, om = 0, np = 0, op = 0;
+    int same = 1;
+    for (int t = 1; t <= 8; t++) {
+        if (t == 2) {   /* a DELETE of a present row: rejected by the mixture only */
+            int32_t r[3];
+            make_row(0, r);
+            dp_update u = row_update(2, DP_UPDATE_DELETE, r, 3, NULL);
+            dp_reject_reason why;
+            CU_ASSERT_EQUAL(dp_synth_ingest(sp, &u, &why), DP_OK);
+            CU_ASSERT_EQUAL(why, DP_REJECT_WRONG_KIND);
+        }
+        uint64_t bm = km.records, bp = kp.records;
+        run(sm, &km, t, t, 120, 0, &nm, &om);
+        run(sp, &kp, t, t, 120, 0, &np, &op);
+        double tm = tk_kv(km.m_debias, km.m_debias_keys, km.m_n_debias, "noisy_total");
+        double tp = tk_kv(kp.m_debias, kp.m_debias_keys, kp.m_n_debias, "noisy_total");
+        /* rows = the total rounded: a total at .5 may round either way */
+        int rows_ok = llabs((long long)(km.records - bm) - (long long)(kp.records - bp)) <= 1;
+        if (!(fabs(tm - tp) <= 1e-6 * (1 + fabs(tm)) && rows_ok))
+            printf("\n    step %d: mw total %.6f rows %llu, pgm total %.6f rows %llu", t, tm,
+                   (unsigned long long)(km.records - bm), tp, (unsigned long long)(kp.records - bp));
+        same &= fabs(tm - tp) <= 1e-6 * (1 + fabs(tm)) && rows_ok;
+        CU_ASSERT(fabs(tp - 120.0 * t) < 0.2 * 120 * t);   /* follows the true size */
+    }
+    CU_ASSERT(same);
+    tk_sink_free(&km);
+    tk_sink_free(&kp);
+    dp_synth_destroy(sm);
+    dp_synth_destroy(sp);
+    json_decref(jm);
+    json_decref(jp);
+}
+
 typedef struct shard_ctx { char id[32]; int32_t r[3]; } shard_ctx;
 
 static dp_update shard_update(void *ctx, int t, int i)
@@ -510,12 +563,13 @@ int main(void)
         {"config errors name their JSON path", test_config_errors},
         {"utility sensitivity is the derived dU, and tight", test_utility_sensitivity},
         {"ledger: the budget per step, exhausted at the horizon (pure and zCDP)", test_ledger_and_horizon},
-        {"replay byte-identical, restore continues byte-identically, key matters (smf mw, mwem, smf pgm, last)",
+        {"replay byte-identical, restore continues byte-identically, key matters (smf mw, mwem, smf pgm, last, mwem pgm)",
          test_determinism_and_restore},
         {"aggregate: mean = last at K = 1 (stated in the manifest), different at K = 2", test_aggregate},
         {"bad rows rejected with their reason, changing nothing; deletes match (entity, row)", test_bad_input},
         {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
         {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},
+        {"mwem with fit pgm: the sum of step models = mwem with mw on inserts; DELETE rejected", test_mwem_pgm_mixture},
         {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
         {"row rounding: exactly n rows, extreme weights neither overflow nor lose rows", test_round_counts},
         {NULL, NULL},
