@@ -39,6 +39,17 @@ static int create(dp_synth **s, json_t *cfg, uint8_t key_variant, dp_key *key, c
     return dp_synth_create(s, "marginal", cfg, &env, err, errsz);
 }
 
+/* A synthesizer from j (key variant v) and an empty sink: most tests' start. */
+static dp_synth *start(const json_t *j, uint8_t v, tk_sink *k)
+{
+    dp_synth *s = NULL;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create(&s, (json_t *)j, v, &key, err, sizeof err), DP_OK);
+    tk_sink_init(k);
+    return s;
+}
+
 static dp_update row_update(uint64_t step, dp_update_kind kind, const int32_t *row, size_t n, const char *entity)
 {
     dp_update u = {.stream_id = "m/1", .stream_id_len = 3, .step = step, .kind = kind,
@@ -164,12 +175,8 @@ static void test_ledger_and_horizon(void)
     const char *models[2] = {"epsilon", "rho"};
     for (int mi = 0; mi < 2; mi++) {
         json_t *j = cfg_of(5, models[mi], 1.5, 2, NULL);
-        dp_synth *s;
-        dp_key key;
-        char err[256];
-        CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
         tk_sink k;
-        tk_sink_init(&k);
+        dp_synth *s = start(j, 1, &k);
         uint64_t next = 0, oldest = 0;
         for (int t = 1; t <= 5; t++) {
             run(s, &k, t, t, 100, 0, &next, &oldest);
@@ -185,6 +192,7 @@ static void test_ledger_and_horizon(void)
         }
         CU_ASSERT(dp_synth_exhausted(s));
         dp_release_sink rs = tk_sink_of(&k);
+        char err[256];
         CU_ASSERT_EQUAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_EHORIZON);
         int32_t r[3] = {0, 0, 0};
         dp_update u = row_update(6, DP_UPDATE_INSERT, r, 3, NULL);
@@ -258,12 +266,8 @@ static void aggregate_run(int K, const char *agg, dp_buf *out, double *stated)
     char extra[64];
     snprintf(extra, sizeof extra, ", \"aggregate\": \"%s\"", agg);
     json_t *j = cfg_of(5, "epsilon", 2, K, extra);
-    dp_synth *s;
-    dp_key key;
-    char err[256];
-    CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
     tk_sink k;
-    tk_sink_init(&k);
+    dp_synth *s = start(j, 1, &k);
     uint64_t next = 0, oldest = 0;
     run(s, &k, 1, 5, 150, 20, &next, &oldest);
     char name[32];
@@ -452,14 +456,8 @@ static void test_mwem_pgm_mixture(void)
 {
     json_t *jm = cfg_of(8, "epsilon", 4, 2, ", \"method\": \"mwem\", \"fit\": \"mw\", \"aggregate\": \"last\"");
     json_t *jp = cfg_of(8, "epsilon", 4, 2, MWEM_PGM);
-    dp_synth *sm, *sp;
-    dp_key key;
-    char err[256];
-    CU_ASSERT_EQUAL_FATAL(create(&sm, jm, 3, &key, err, sizeof err), DP_OK);
-    CU_ASSERT_EQUAL_FATAL(create(&sp, jp, 3, &key, err, sizeof err), DP_OK);
     tk_sink km, kp;
-    tk_sink_init(&km);
-    tk_sink_init(&kp);
+    dp_synth *sm = start(jm, 3, &km), *sp = start(jp, 3, &kp);
     uint64_t nm = 0, om = 0, np = 0, op = 0;
     int same = 1;
     for (int t = 1; t <= 8; t++) {
