@@ -8,6 +8,7 @@
 
 #include "core/dp_error.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,12 @@ static void apply_runs(dp_factor *f, const dp_factor *g, const uint32_t *sizes, 
         const double *y = g->v + o.idx;
         for (uint32_t d = 0; d < n; d++) {
             double gy = y[d * s];
-            x[d] = op == APPLY_ADD ? x[d] + gy : op == APPLY_MUL ? x[d] * gy : gy > 0 ? x[d] / gy : 0;
+            /* A denormal divisor counts as 0: the Hugin update divides a
+             * separator marginal (≤ 1) by the message, and 1/denormal can
+             * overflow to inf (then inf·0 = NaN in the beliefs).  Below
+             * DBL_MIN the ratio ≤ 1/DBL_MIN stays finite; what is dropped
+             * is mass under 2^-1022. */
+            x[d] = op == APPLY_ADD ? x[d] + gy : op == APPLY_MUL ? x[d] * gy : gy >= DBL_MIN ? x[d] / gy : 0;
         }
     }
 }

@@ -368,6 +368,45 @@ static void test_pair_across_a_big_clique(void)
     dp_jtree_free(&jt);
 }
 
+/* Calibration with potentials whose products fall into the denormal range
+ * (IPF drives the log-potentials of cells measured as empty ever lower; on
+ * full Adult with K = 8 this happened at step 27): a Hugin division by a
+ * denormal separator value overflowed to inf and the beliefs became NaN.
+ * They must stay finite, normalised distributions. */
+static void test_calibrate_denormal_separators(void)
+{
+    const uint32_t sizes[3] = {2, 2, 2};
+    const uint32_t ab[2] = {0, 1}, bc[2] = {1, 2};
+    const uint32_t *groups[2] = {ab, bc};
+    const uint32_t ks[2] = {2, 2};
+    int bad = 0;
+    for (int flip = 0; flip < 2; flip++) {
+        dp_jtree jt;
+        uint64_t cells;
+        CU_ASSERT_EQUAL_FATAL(dp_jtree_build(&jt, 3, sizes, 2, groups, ks, 64, &cells), DP_OK);
+        for (uint32_t K = 0; K < jt.n_cliques; K++) {
+            const dp_factor *f = &jt.logpot[K];
+            int has_c = f->attrs[f->k - 1] == 2;   /* {b, c} */
+            for (uint64_t x = 0; x < f->cells; x++) {
+                int b = has_c ? (int)(x / 2) : (int)(x % 2);   /* b's digit in {b,c} / {a,b} */
+                double lo = (has_c ^ flip) ? -744.4 : -730.0;
+                jt.logpot[K].v[x] = (has_c ^ flip) ? (b == 0 ? lo : 0) : (b == 1 ? lo : 0);
+            }
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_jtree_calibrate(&jt, sizes), DP_OK);
+        for (uint32_t K = 0; K < jt.n_cliques; K++) {
+            double sum = 0;
+            for (uint64_t x = 0; x < jt.belief[K].cells; x++) {
+                bad |= !isfinite(jt.belief[K].v[x]) || jt.belief[K].v[x] < 0;
+                sum += jt.belief[K].v[x];
+            }
+            bad |= !(fabs(sum - 1) < 1e-9);
+        }
+        dp_jtree_free(&jt);
+    }
+    CU_ASSERT(!bad);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
@@ -377,6 +416,7 @@ int main(void)
         {"all pairs of an attribute in one traversal = pair by pair, bit for bit", test_pairs_of_is_pair_by_pair},
         {"a pair across a big clique (a product over 2^26 cells) is answered, with the cliques' margins",
          test_pair_across_a_big_clique},
+        {"calibration stays finite when separator values are denormal", test_calibrate_denormal_separators},
         {NULL, NULL},
     };
     return dptest_run("marginal pgm", cases);
