@@ -201,17 +201,27 @@ static const char *adult_attrs(char *buf, size_t n)
     return buf;
 }
 
-static void test_adult_scale(void)
+/* 16 pairs of the 14 Adult attributes: a spanning tree plus 3 cycles. */
+static const uint32_t ADULT_PAIRS[16][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8},
+                                           {8, 9}, {9, 10}, {10, 11}, {11, 12}, {12, 13}, {0, 3}, {4, 8}, {5, 13}};
+
+/* The 14-attribute Adult config with fit pgm, parsed into c (its JSON returned, to free). */
+static json_t *adult_config(dp_marginal_config *c)
 {
     static char attrs[16384];
     json_t *j = config(adult_attrs(attrs, sizeof attrs), ", \"fit\": \"pgm\"");
-    dp_marginal_config c;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(c, j, err, sizeof err), DP_OK);
+    return j;
+}
+
+static void test_adult_scale(void)
+{
+    dp_marginal_config c;
+    json_t *j = adult_config(&c);
+    char err[256];
     CU_ASSERT_EQUAL(c.fit, DP_MARGINAL_FIT_PGM);
-    /* 16 pairs: a spanning tree of the 14 attributes plus 3 cycles */
-    static const uint32_t pairs[16][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8},
-                                          {8, 9}, {9, 10}, {10, 11}, {11, 12}, {12, 13}, {0, 3}, {4, 8}, {5, 13}};
+    const uint32_t (*pairs)[2] = ADULT_PAIRS;
     static double meas[16][10000];
     dp_mmeasure ms[16];
     for (int i = 0; i < 16; i++) {
@@ -284,13 +294,9 @@ static int check_pair(void *ctx, uint32_t b, const double *p)
 
 static void test_pairs_of_is_pair_by_pair(void)
 {
-    static char attrs[16384];
-    json_t *j = config(adult_attrs(attrs, sizeof attrs), ", \"fit\": \"pgm\"");
     dp_marginal_config c;
-    char err[256];
-    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
-    static const uint32_t pairs[16][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8},
-                                          {8, 9}, {9, 10}, {10, 11}, {11, 12}, {12, 13}, {0, 3}, {4, 8}, {5, 13}};
+    json_t *j = adult_config(&c);
+    const uint32_t (*pairs)[2] = ADULT_PAIRS;
     const uint32_t *groups[16];
     uint32_t ks[16];
     for (int i = 0; i < 16; i++) {
