@@ -6,7 +6,7 @@
  * (one row inserted or deleted at one step) is protected — event-level
  * ε-DP (or ρ-zCDP) over the whole stream; with max_rows_per_user = s, every
  * entity's up to s events together.  Public are the configuration
- * (attributes, workloads, budget, horizon, method, fit) and the step
+ * (attributes, workloads, budget, horizon, method, fit, aggregate) and the step
  * boundaries.  The number of rows is NOT public: the release's row count is
  * the rounded noisy total (an average of charged measurements), and every
  * record is post-processing of charged outputs.
@@ -84,6 +84,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* What a budget event names as public (ALGORITHMS.md §1): configuration and step boundaries. */
+#define PUBLIC_INPUTS                                                                                            \
+    "the configuration (attributes, workloads, budget, horizon, method, fit, aggregate) and the step "            \
+    "boundaries; the number of rows is protected"
 
 static void wl_free(marginal_release *m)
 {
@@ -396,11 +401,13 @@ static int measure_fresh(marginal_release *m, uint64_t step, size_t l, size_t j,
 }
 
 /* The running aggregate of the step's fits h_{t,1..l} into m->avg (g_t once
- * l = K): their mean (Alg. 3 line 19) or the latest. */
+ * l = K): their mean (Alg. 3 line 19), or h_{t,K} — copied once, at l = K
+ * (a pgm model's copy holds its whole junction tree). */
 static int aggregate(marginal_release *m, uint32_t l)
 {
-    return m->cfg.aggregate == DP_MARGINAL_AGG_LAST ? m->mops->copy(m->avg, m->h)
-                                                     : m->mops->average(m->avg, m->h, l);
+    if (m->cfg.aggregate == DP_MARGINAL_AGG_LAST)
+        return l == m->cfg.selections ? m->mops->copy(m->avg, m->h) : DP_OK;
+    return m->mops->average(m->avg, m->h, l);
 }
 
 static double sum_of(const double *v, uint64_t n)
@@ -574,8 +581,7 @@ static int emit_event(marginal_release *m, uint64_t step, uint64_t records, cons
         .unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
                                      : "event-level: one row inserted or deleted at one step (parallel over steps)",
         .neighbors = c->replace ? "replace" : "add_remove",
-        .public_inputs = "the configuration (attributes, workloads, budget, horizon, method, fit) and the step "
-                         "boundaries; the number of rows is protected",
+        .public_inputs = PUBLIC_INPUTS,
         .model = c->model,
         .noise = noise,
         .n_noise = sizeof noise / sizeof noise[0],
@@ -653,8 +659,7 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
     out->unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
                                      : "event-level: one row inserted or deleted at one step (parallel over steps)";
     out->neighbors = c->replace ? "replace" : "add_remove";
-    out->public_inputs = "the configuration (attributes, workloads, budget, horizon, method, fit) and the step "
-                         "boundaries; the number of rows is protected";
+    out->public_inputs = PUBLIC_INPUTS;
     dp_plan_budget(out, c->model, c->budget, c->delta);
     out->horizon = c->horizon;
     out->composition = "parallel";
