@@ -78,6 +78,20 @@ static void clear(dp_mmodel *m)
     invalidate(m);
 }
 
+/* Clique q's log-potential = the sum of the factors homed there, added in
+ * factor order.  Always summed afresh (never updated by a fit's delta): a
+ * model restored from its factors must hold the same bits as the running
+ * one, or calibration differs in the last place and a restored stream's
+ * releases drift from the uninterrupted stream's. */
+static void sum_logpot(dp_mmodel *m, int32_t q)
+{
+    dp_factor *lp = &m->jt.logpot[q];
+    memset(lp->v, 0, lp->cells * sizeof *lp->v);
+    for (uint32_t i = 0; i < m->n_factors; i++)
+        if (m->home[i] == q)
+            dp_factor_add(lp, &m->theta[i], m->cfg->sizes);
+}
+
 /* Junction tree of the current factors, their potentials summed into it. */
 static int rebuild(dp_mmodel *m)
 {
@@ -101,8 +115,9 @@ static int rebuild(dp_mmodel *m)
         m->home[i] = dp_jtree_find(&m->jt, m->theta[i].attrs, m->theta[i].k);
         if (m->home[i] < 0)
             return DP_ESTATE;
-        dp_factor_add(&m->jt.logpot[m->home[i]], &m->theta[i], c->sizes);
     }
+    for (uint32_t q = 0; q < m->jt.n_cliques; q++)
+        sum_logpot(m, (int32_t)q);
     invalidate(m);
     return DP_OK;
 }
@@ -366,9 +381,6 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
             int rc = calibrate(m);
             if (rc == DP_OK)
                 rc = dp_jtree_marginal(&m->jt, m->cfg->sizes, w->attrs, w->k, mu);
-            dp_factor delta;
-            if (rc == DP_OK)
-                rc = dp_factor_init(&delta, w->attrs, w->k, m->cfg->sizes);
             if (rc != DP_OK) {
                 free(mu);
                 free(idx);
@@ -377,11 +389,9 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
             for (uint64_t c = 0; c < w->cells; c++) {
                 double y = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
                 double d = log((y + 0.5) / (mu[c] * scale + 0.5));
-                delta.v[c] = d > 30 ? 30 : d < -30 ? -30 : d;
-                m->theta[idx[i]].v[c] += delta.v[c];
+                m->theta[idx[i]].v[c] += d > 30 ? 30 : d < -30 ? -30 : d;
             }
-            dp_factor_add(&m->jt.logpot[m->home[idx[i]]], &delta, m->cfg->sizes);
-            dp_factor_free(&delta);
+            sum_logpot(m, m->home[idx[i]]);
             invalidate(m);
         }
     free(mu);
