@@ -39,13 +39,14 @@ static int create(dp_synth **s, json_t *cfg, uint8_t key_variant, dp_key *key, c
     return dp_synth_create(s, "marginal", cfg, &env, err, errsz);
 }
 
-/* A synthesizer from j (key variant v) and an empty sink: most tests' start. */
+/* A synthesizer from j (key variant v) and an empty sink: most tests' start.
+ * The synthesizer borrows its key, so the key outlives this frame. */
 static dp_synth *start(const json_t *j, uint8_t v, tk_sink *k)
 {
+    static dp_key keys[256];
     dp_synth *s = NULL;
-    dp_key key;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(create(&s, (json_t *)j, v, &key, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(create(&s, (json_t *)j, v, &keys[v], err, sizeof err), DP_OK);
     tk_sink_init(k);
     return s;
 }
