@@ -130,6 +130,24 @@ double dp_counter_variance(const dp_counter *c, uint64_t t)
 
 int dp_counter_variance_is_exact(const dp_counter *c) { return c->ops->exact_variance; }
 
+double dp_counter_variance_between(const dp_counter *c, uint64_t a, uint64_t b)
+{
+    if (a >= b)
+        return NAN;
+    if (a == 0)
+        return dp_counter_variance(c, b);
+    double vb = dp_counter_variance(c, b);
+    if (c->ops->variance_between && !isnan(vb))
+        return c->ops->variance_between(c, a, b);
+    double sd = sqrt(dp_counter_variance(c, a)) + sqrt(vb);
+    return sd * sd;
+}
+
+int dp_counter_variance_between_is_exact(const dp_counter *c)
+{
+    return c->ops->variance_between != NULL && c->ops->exact_variance;
+}
+
 dp_privacy dp_counter_cost(const dp_counter *c) { return c->cfg.budget; }
 
 int dp_counter_sensitivity(const dp_counter *c, double *l1, double *l2sq)

@@ -98,6 +98,16 @@ const dp_counter_config *dp_counter_config_of(const dp_counter *c);
 double dp_counter_variance(const dp_counter *c, uint64_t t);
 int    dp_counter_variance_is_exact(const dp_counter *c);
 
+/* Variance of the noise in the increment output_b − output_a (0 <= a < b;
+ * output_0 = 0 exactly, so a = 0 gives dp_counter_variance(c, b)) — the
+ * error of a count over the steps (a, b] read off two releases.  Exact
+ * where the kind's noise has independent increments (simple: (b − a)·Var
+ * of one draw); for the other kinds the Cauchy–Schwarz bound
+ * (sd_a + sd_b)², since their two outputs share noise in kind-specific
+ * ways.  NAN outside the horizon. */
+double dp_counter_variance_between(const dp_counter *c, uint64_t a, uint64_t b);
+int    dp_counter_variance_between_is_exact(const dp_counter *c);
+
 /* The privacy cost the counter consumes over its whole life (equal to the
  * configured budget: each kind calibrates its noise to spend exactly it). */
 dp_privacy dp_counter_cost(const dp_counter *c);

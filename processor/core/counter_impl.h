@@ -35,6 +35,9 @@ typedef struct dp_counter_ops {
     /* Consume x for step c->t + 1 (counter.c increments t afterwards). */
     int    (*add)(dp_counter *c, int64_t x, int64_t *noisy_prefix);
     double (*variance)(const dp_counter *c, uint64_t t);
+    /* Optional: exact Var(noise of output_b − output_a), 0 < a < b
+     * (counter.c falls back to a bound without it). */
+    double (*variance_between)(const dp_counter *c, uint64_t a, uint64_t b);
     int    (*sensitivity)(const dp_counter *c, double *l1, double *l2sq);
     /* Kind state only; counter.c writes the envelope.  load runs after init. */
     int    (*save)(const dp_counter *c, dp_buf *b);

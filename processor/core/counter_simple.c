@@ -4,7 +4,8 @@
  *
  * Privacy: each entry appears in exactly one noised quantity (ℓ1 = ℓ2² = 1),
  * so DLap(entries·Δ/ε) or N_Z(entries·Δ²/(2ρ)) per step spends the whole
- * budget for an unbounded stream.  Error variance at t: t·Var(noise).
+ * budget for an unbounded stream.  Error variance at t: t·Var(noise); of
+ * the increment output_b − output_a: (b − a)·Var(noise).
  * Memory O(1); time O(1) per step. */
 #include "core/counter_impl.h"
 #include "core/dp_error.h"
@@ -60,6 +61,13 @@ static double simple_variance(const dp_counter *c, uint64_t t)
     return (double)t * s->noise_var;
 }
 
+/* The noise draws are independent, so an increment's error is its own draws'. */
+static double simple_variance_between(const dp_counter *c, uint64_t a, uint64_t b)
+{
+    const simple_state *s = c->impl;
+    return (double)(b - a) * s->noise_var;
+}
+
 static int simple_sensitivity(const dp_counter *c, double *l1, double *l2sq)
 {
     *l1 = 1.0;
@@ -95,6 +103,7 @@ const dp_counter_ops dp_counter_ops_simple = {
     .init = simple_init,
     .add = simple_add,
     .variance = simple_variance,
+    .variance_between = simple_variance_between,
     .sensitivity = simple_sensitivity,
     .save = simple_save,
     .load = simple_load,

@@ -27,8 +27,14 @@
  *
  * bias_W (§7.2's "bias correction"; its formula was lost in extraction):
  * the expected |error| per cell that measuring W now would add,
- * sqrt(2/π)·sd_W, sd_W the per-cell counter's analytic standard deviation at
- * its next step (as AIM, McKenna et al. 2022, subtracts the expected noise).
+ * sqrt(2/π)·sd_W (as AIM, McKenna et al. 2022, subtracts the expected
+ * noise), sd_W the analytic standard deviation of the counter increment
+ * C_W(next) − C_W(anchor) that m(t, W) adds to W(g_τ) — the anchor being
+ * the counter's step when r(t, W) was last set.  Not the whole prefix's:
+ * with the simple counter that grows as the square root of W's selection
+ * count, and a bias built on it stopped re-selecting the small,
+ * often-needed workloads as the stream went on (full Adult, ordered by
+ * age, ε = 1: their error grew from step 50 to the end; bench/RESULTS.md).
  * It depends only on public configuration and on how often W was selected
  * (a private output): post-processing.
  *
@@ -235,8 +241,8 @@ static int marginal_release_create(dp_release_half **out, const json_t *config, 
     m->mvals = malloc(K * m->wmax * sizeof *m->mvals);
     m->util = malloc(nw * sizeof *m->util);
     m->cand = malloc(nw * sizeof *m->cand);
-    m->sel = malloc(K * sizeof *m->sel);
-    m->sel_sd = malloc(K * sizeof *m->sel_sd);
+    m->sel = calloc(K, sizeof *m->sel);   /* saved by a step-0 snapshot too */
+    m->sel_sd = calloc(K, sizeof *m->sel_sd);
     m->ms = malloc(K * sizeof *m->ms);
     m->sel_names = malloc(K * sizeof *m->sel_names);
     m->debias = malloc((8 + 2 * K) * sizeof *m->debias);
@@ -281,19 +287,22 @@ static uint64_t marginal_next_step(const dp_release_half *rel)
     return ((const marginal_release *)rel)->done + 1;
 }
 
-/* The per-cell counters of workload i, created the first time it is selected. */
-/* Per-cell standard deviation of workload i's counter output at its next step. */
+/* Per-cell standard deviation of the noise in workload i's measurement if
+ * it is selected now: m(t, W) = W(g_τ) + C_W(next) − C_W(anchor) (§6.2), so
+ * the noise is the counter increment's since the anchor, not the whole
+ * prefix's — for the simple counter one draw when W was not selected at
+ * t − 1, however often it was selected before. */
 static double counter_sd_next(const marginal_release *m, size_t i)
 {
     const wl_state *w = &m->wl[i];
-    uint64_t t = w->selected + 1;
+    uint64_t next = w->selected + 1;
     if (w->cnt)
-        return sqrt(dp_counter_variance(w->cnt[0], t));
-    dp_counter *probe = NULL;
+        return sqrt(dp_counter_variance_between(w->cnt[0], w->anchor, next));
+    dp_counter *probe = NULL;   /* not selected yet: anchor 0 */
     dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
     double v = NAN;
     if (dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0) == DP_OK)
-        v = dp_counter_variance(probe, t);
+        v = dp_counter_variance(probe, next);
     dp_counter_destroy(probe);
     return sqrt(v);
 }
@@ -464,6 +473,7 @@ static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t err
         if (s->c_last)
             for (uint64_t k = 0; k < c->workloads[i].cells; k++)
                 s->r[k] -= (double)s->c_last[k];
+        s->anchor = s->selected;
     }
     m->last_total = m->mops->total(m->g);
     return DP_OK;

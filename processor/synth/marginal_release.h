@@ -10,7 +10,9 @@
 #include "core/exp_mech.h"
 #include "core/sample.h"
 
-#define MARGINAL_REL_MAGIC 0x4c45524du   /* "MREL" */
+/* "MRE2": with each workload's anchor.  "MREL" snapshots (before it) are
+ * refused: their streams' noise sds would be the old ones. */
+#define MARGINAL_REL_MAGIC 0x3245524du
 #define UNIT_BITS 20                     /* ledger units per mechanism */
 #define NAME "marginal"
 
@@ -19,6 +21,7 @@ typedef struct wl_state {
     int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
     double      *r;          /* r(t, W) */
     uint64_t     selected;   /* steps at which W was selected = counter steps */
+    uint64_t     anchor;     /* counter steps when r(t, W) was last set: m = W(g_τ) + C(now) − C(anchor) */
 } wl_state;
 
 typedef struct marginal_release {

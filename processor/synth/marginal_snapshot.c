@@ -1,7 +1,8 @@
 /* marginal_snapshot.c — the exact snapshot of `marginal`'s release half
  * (marginal_release.h): the plan's fingerprint (refused if the
  * configuration differs), the step, the per-step ledger, the model, and
- * per workload its selection count, r(t, W) and its counters' snapshots. */
+ * per workload its selection count, its anchor, r(t, W) and its counters'
+ * snapshots. */
 #include "synth/marginal_release.h"
 #include "synth/longitudinal_config.h"   /* dp_long_ledger_save/load */
 
@@ -42,6 +43,7 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
     for (size_t i = 0; i < c->n_workloads; i++) {
         const wl_state *w = &m->wl[i];
         dp_buf_put_u64(b, w->selected);
+        dp_buf_put_u64(b, w->anchor);
         dp_buf_put_u8(b, w->cnt != NULL);
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
             dp_buf_put_f64(b, w->r[k]);
@@ -99,8 +101,10 @@ int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
     for (size_t i = 0; i < c->n_workloads; i++) {
         wl_state *w = &m->wl[i];
         w->selected = dp_reader_u64(r);
+        w->anchor = dp_reader_u64(r);
         int has = dp_reader_u8(r);
-        if (dp_reader_status(r) != DP_OK || w->selected > m->done || has > 1 || (has != (w->selected > 0)))
+        if (dp_reader_status(r) != DP_OK || w->selected > m->done || w->anchor > w->selected || has > 1 ||
+            (has != (w->selected > 0)))
             return DP_ECORRUPT;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
             if (!isfinite(w->r[k] = dp_reader_f64(r)))

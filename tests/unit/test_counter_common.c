@@ -19,8 +19,10 @@
  * plug-in covers the non-linear sparse kinds, whose kurtosis has no such
  * bound).  Each check is |m2 − v| ≤ z·se (one-sided m2 ≤ v + z·se where the
  * variance is only a bound), with z the two-sided normal quantile at
- * p = 1e-6 per check; there are 10 kinds × 2 models × 10 steps × 2 checks
- * (variance, mean) = 400 checks, a Bonferroni family error ≤ 4e-4.  The
+ * p = 1e-6 per check; there are 10 kinds × 2 models × (10 steps × 2 checks
+ * (variance, mean) + 9 increments between the check steps, against
+ * dp_counter_variance_between: exact for simple, a bound otherwise) = 580
+ * checks, a Bonferroni family error ≤ 6e-4.  The
  * mean check is |m1| ≤ z·sqrt(v/n).  The keys are fixed, so results are
  * reproducible; test_counter_tree_family shows the same check rejects a
  * deliberately mis-calibrated counter. */
@@ -105,7 +107,9 @@ static double gamma_max(void)
 static int variance_for(dp_counter_kind kind, dp_privacy_model m)
 {
     double s1[N_CHECK_T] = {0}, s2[N_CHECK_T] = {0}, s4[N_CHECK_T] = {0}, v[N_CHECK_T];
-    int exact = 1;
+    /* increments e_{t_j} − e_{t_{j−1}} against dp_counter_variance_between */
+    double d2[N_CHECK_T] = {0}, d4[N_CHECK_T] = {0}, vb[N_CHECK_T] = {0};
+    int exact = 1, exact_between = 1;
     for (uint32_t i = 0; i < N_KEYS; i++) {
         dp_key key;
         key_for(&key, i);
@@ -121,11 +125,15 @@ static int variance_for(dp_counter_kind kind, dp_privacy_model m)
             return 1;
         }
         if (i == 0) {
-            for (size_t j = 0; j < N_CHECK_T; j++)
+            for (size_t j = 0; j < N_CHECK_T; j++) {
                 v[j] = dp_counter_variance(c, CHECK_T[j]);
+                vb[j] = j ? dp_counter_variance_between(c, CHECK_T[j - 1], CHECK_T[j]) : v[0];
+            }
             exact = dp_counter_variance_is_exact(c);
+            exact_between = dp_counter_variance_between_is_exact(c);
         }
         int64_t prefix = 0;
+        double e_prev = 0;
         size_t j = 0;
         for (uint64_t t = 1; t <= T_STAT; t++) {
             int64_t x = input_for(i, t), out;
@@ -140,6 +148,9 @@ static int variance_for(dp_counter_kind kind, dp_privacy_model m)
                 s1[j] += e;
                 s2[j] += e * e;
                 s4[j] += e * e * e * e;
+                d2[j] += (e - e_prev) * (e - e_prev);
+                d4[j] += (e - e_prev) * (e - e_prev) * (e - e_prev) * (e - e_prev);
+                e_prev = e;
                 j++;
             }
         }
@@ -163,6 +174,17 @@ static int variance_for(dp_counter_kind kind, dp_privacy_model m)
                 printf(" <-- m2=%.4g > bound %.4g + %.4g", m2, v[j], z * se);
             CU_ASSERT(m2 <= v[j] + z * se);
         }
+    }
+    printf("\n  %-21s %s increments (%s):", "", m == DP_PRIVACY_PURE ? "eps" : "rho", exact_between ? "exact" : "bound");
+    for (size_t j = 1; j < N_CHECK_T; j++) {
+        double m2 = d2[j] / n, m4 = d4[j] / n;
+        double se = sqrt(fmax((2.0 + g) * vb[j] * vb[j], m4 - m2 * m2) / n);
+        printf(" %.3f", m2 / vb[j]);
+        CU_ASSERT(isfinite(vb[j]) && vb[j] > 0);
+        int ok = exact_between ? fabs(m2 - vb[j]) <= z * se : m2 <= vb[j] + z * se;
+        if (!ok)
+            printf(" <-- m2=%.4g vs %.4g ± %.4g", m2, vb[j], z * se);
+        CU_ASSERT(ok);
     }
     return 1;
 }

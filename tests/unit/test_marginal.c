@@ -420,6 +420,49 @@ static void test_fit_reduces_error(void)
 /* Net shrinking stream: 100 in, 300 out per step after a 3000-row start.
  * The released row count is the rounded noisy total; its error is a sum of
  * per-cell counter noises (each DLap with b = 2K/ε): bound it at 8 sd. */
+/* m(t, W) = W(g_τ) + C_W(t) − C_W(τ) (§6.2): the noise of a measurement is
+ * the counter increment since W's anchor τ (its last step unselected), so
+ * with the simple counter selected_sd = sqrt(selections since the anchor)
+ * × one draw's sd — not sqrt(all of W's selections), which is what the
+ * selection's bias once used and what made it stop re-selecting a
+ * workload the more often it had been measured. */
+static void test_measurement_sd_since_anchor(void)
+{
+    const int T = 40;
+    json_t *j = cfg_of(T, "epsilon", 1, 1, NULL);   /* K = 1 of the 3 pairs a step */
+    tk_sink k;
+    dp_synth *s = start(j, 1, &k);
+    uint64_t next = 0, oldest = 0, count[3] = {0}, anchor[3] = {0};
+    double sd1 = 0;
+    int reselected_after_gap = 0, consecutive = 0;
+    for (int t = 1; t <= T; t++) {
+        run(s, &k, t, t, 60, 0, &next, &oldest);
+        double sel = tk_kv(k.m_debias, k.m_debias_keys, k.m_n_debias, "selected.0");
+        double sd = tk_kv(k.m_debias, k.m_debias_keys, k.m_n_debias, "selected_sd.0");
+        CU_ASSERT_FATAL(sel >= 0 && sel < 3 && sd > 0);
+        size_t w = (size_t)sel;
+        count[w]++;
+        if (sd1 == 0)
+            sd1 = sd;   /* the first selection: one draw since anchor 0 */
+        uint64_t since = count[w] - anchor[w];
+        reselected_after_gap += since == 1 && count[w] > 1;
+        consecutive += since > 1;
+        if (fabs(sd - sqrt((double)since) * sd1) > 1e-9 * sd)
+            printf("\n    step %d workload %zu: selected_sd %.6f, want sqrt(%llu) x %.6f", t, w, sd,
+                   (unsigned long long)since, sd1);
+        CU_ASSERT(fabs(sd - sqrt((double)since) * sd1) <= 1e-9 * sd);
+        for (size_t i = 0; i < 3; i++)
+            if (i != w)
+                anchor[i] = count[i];
+    }
+    /* both cases occurred, so the old rule (sqrt(count)) would have failed */
+    CU_ASSERT(reselected_after_gap > 0);
+    CU_ASSERT(consecutive > 0);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
 static void test_delete_heavy(void)
 {
     for (int mi = 0; mi < 2; mi++) {
@@ -567,6 +610,8 @@ int main(void)
         {"aggregate: mean = last at K = 1 (stated in the manifest), different at K = 2", test_aggregate},
         {"bad rows rejected with their reason, changing nothing; deletes match (entity, row)", test_bad_input},
         {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
+        {"a measurement's sd is the counter increment's since the workload's anchor (selected_sd)",
+         test_measurement_sd_since_anchor},
         {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},
         {"mwem with fit pgm: the sum of step models = mwem with mw on inserts; DELETE rejected", test_mwem_pgm_mixture},
         {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
