@@ -7,7 +7,7 @@
  *   bench_accuracy_marginal --data DIR [--streams a,b] [--epsilons 0.5,1,2,4] [--keys 5]
  *                           [--methods select_measure_fit,mwem] [--selections 2] [--fit mw|pgm]
  *                           [--aggregate mean|last (default: the synthesizer's, mean for mw)]
- *                           [--fit-iterations N] [--last 10] [--max-steps N]
+ *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
  * synthesizer runs in-process behind synth.h (the code `dpstream` runs);
@@ -23,7 +23,9 @@
  *              the paper's RelWE as the candidate reading)
  *   Avg/Max over the workloads, then the mean over the last `last` steps (the
  *   paper's tables) and over keys (mean ± standard error).
- * Also: time per step, ingest rows/s and peak RSS. */
+ * Also: time per step, ingest rows/s and peak RSS.  --trace FILE appends, per
+ * run, AvgWE and MaxWE at every step (the paper's Figures 1–6) and every
+ * workload's WE at the last step — where the error sits. */
 #include "synth/synth.h"
 
 #include "core/dp_error.h"
@@ -219,10 +221,28 @@ static const double *paper_of(const char *stream, double eps)
 
 typedef struct run_result { metrics m; double sec_per_step, rows_per_s; int ok; } run_result;
 
+static FILE *TRACE;   /* --trace */
+
+/* The trace's last-step block: one line per workload, "we <attr a> <attr b> <WE>". */
+static void trace_workloads(const pairs *q, const double *truth, const double *syn, double n)
+{
+    for (size_t k = 0; k < q->n; k++) {
+        double we = 0;
+        for (uint64_t c = q->off[k]; c < q->off[k + 1]; c++)
+            we += fabs(truth[c] - syn[c]);
+        we /= (double)(q->off[k + 1] - q->off[k]) * (n > 0 ? n : 1);
+        fprintf(TRACE, "we %s %s %.6f\n", json_string_value(json_object_get(json_array_get(ATTRS, q->a[k]), "name")),
+                json_string_value(json_object_get(json_array_get(ATTRS, q->b[k]), "name")), we);
+    }
+}
+
 static run_result run_one(const row_set *rs, const char *method, double eps, int key_i, int K, const char *fit,
                           const char *aggregate, int iters, int last, uint64_t max_steps)
 {
     run_result out = {{{0}}, 0, 0, 0};
+    if (TRACE)
+        fprintf(TRACE, "run %s eps %g method %s key %d K %d fit %s aggregate %s\n", rs->name, eps, method, key_i, K,
+                fit, aggregate ? aggregate : "default");
     uint64_t T = rs->steps < max_steps ? rs->steps : max_steps;
     json_t *cfg = json_pack("{s:O, s:s, s:I, s:f, s:i, s:s, s:s, s:s, s:i}", "attributes", ATTRS, "workloads",
                             "all_2way", "horizon", (json_int_t)T, "epsilon", eps, "selections_per_step", K,
@@ -260,7 +280,7 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
             n++;
         }
         double t1 = now_s();
-        es.active = t + (uint64_t)last > T;
+        es.active = TRACE || t + (uint64_t)last > T;
         memset(syn, 0, q.total * sizeof *syn);
         err[0] = '\0';
         int crc = dp_synth_close_step(s, &sink, err, sizeof err);
@@ -271,7 +291,13 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
         double t2 = now_s();
         t_ingest += t1 - t0;
         t_close += t2 - t1;
-        if (es.active) {
+        if (TRACE) {
+            metrics m = compare(&q, truth, syn, n);
+            fprintf(TRACE, "step %llu %.6f %.6f\n", (unsigned long long)t, m.v[AVG_WE], m.v[MAX_WE]);
+            if (t == T)
+                trace_workloads(&q, truth, syn, n);
+        }
+        if (t + (uint64_t)last > T) {
             metrics m = compare(&q, truth, syn, n);
             for (int j = 0; j < N_METRICS; j++)
                 out.m.v[j] += m.v[j];
@@ -321,6 +347,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--aggregate")) aggregate = argv[i + 1];
         else if (!strcmp(argv[i], "--fit-iterations")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-steps")) max_steps = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--trace")) {
+            if (!(TRACE = fopen(argv[i + 1], "a"))) {
+                perror(argv[i + 1]);
+                return 2;
+            }
+        }
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
@@ -394,5 +426,7 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
+    if (TRACE)
+        fclose(TRACE);
     return 0;
 }
