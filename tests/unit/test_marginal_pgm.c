@@ -58,19 +58,29 @@ static size_t workload_index(const dp_marginal_config *c, uint32_t a, uint32_t b
     return SIZE_MAX;
 }
 
+/* The small domain's config, its perturbed truth marginals, and ms[i] =
+ * the measurement of pair cl[i]. */
+static void small_measurements(json_t **j, dp_marginal_config *c, double meas[][16], const uint32_t (*cl)[2],
+                               size_t n_cl, dp_mmeasure *ms)
+{
+    *j = config(SMALL, "");
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(c, *j, err, sizeof err), DP_OK);
+    truth_marginals(c, meas);
+    for (size_t i = 0; i < n_cl; i++) {
+        size_t w = workload_index(c, cl[i][0], cl[i][1]);
+        ms[i] = (dp_mmeasure){&c->workloads[w], meas[w], 1};
+    }
+}
+
 static void agree_on(const uint32_t (*cl)[2], size_t n_cl, const char *what)
 {
-    json_t *j = config(SMALL, "");
+    json_t *j;
     dp_marginal_config c;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
     double meas[6][16];
-    truth_marginals(&c, meas);
     dp_mmeasure ms[6];
-    for (size_t i = 0; i < n_cl; i++) {
-        size_t w = workload_index(&c, cl[i][0], cl[i][1]);
-        ms[i] = (dp_mmeasure){&c.workloads[w], meas[w], 1};
-    }
+    small_measurements(&j, &c, meas, cl, n_cl, ms);
     dp_mmodel *mw, *pgm;
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_mw.create(&mw, &c, err, sizeof err), DP_OK);
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&pgm, &c, err, sizeof err), DP_OK);
@@ -111,17 +121,12 @@ static void test_agrees_with_mw(void)
 static void test_save_load_bit_exact(void)
 {
     static const uint32_t cycle[3][2] = {{0, 1}, {1, 2}, {0, 2}};
-    json_t *j = config(SMALL, "");
+    json_t *j;
     dp_marginal_config c;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
     double meas[6][16];
-    truth_marginals(&c, meas);
     dp_mmeasure ms[3];
-    for (size_t i = 0; i < 3; i++) {
-        size_t w = workload_index(&c, cycle[i][0], cycle[i][1]);
-        ms[i] = (dp_mmeasure){&c.workloads[w], meas[w], 1};
-    }
+    small_measurements(&j, &c, meas, cycle, 3, ms);
     dp_mmodel *run, *restored;
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&run, &c, err, sizeof err), DP_OK);
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&restored, &c, err, sizeof err), DP_OK);
