@@ -177,6 +177,7 @@ static int plan(marginal_release *m, char *errstr, size_t errstr_size)
     char why[256] = "";
     if ((rc = dp_counter_create(&probe, &m->ccfg, &ns, why, sizeof why)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": counter: %s", why);
+    m->first_sd = sqrt(dp_counter_variance(probe, 1));
     dp_counter_destroy(probe);
     /* mwem's measurement: one step of a simple counter, drawn directly. */
     dp_rational q;
@@ -295,16 +296,8 @@ static uint64_t marginal_next_step(const dp_release_half *rel)
 static double counter_sd_next(const marginal_release *m, size_t i)
 {
     const wl_state *w = &m->wl[i];
-    uint64_t next = w->selected + 1;
-    if (w->cnt)
-        return sqrt(dp_counter_variance_between(w->cnt[0], w->anchor, next));
-    dp_counter *probe = NULL;   /* not selected yet: anchor 0 */
-    dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
-    double v = NAN;
-    if (dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0) == DP_OK)
-        v = dp_counter_variance(probe, next);
-    dp_counter_destroy(probe);
-    return sqrt(v);
+    /* never selected: no counters yet, the first step's noise (anchor 0) */
+    return w->cnt ? sqrt(dp_counter_variance_between(w->cnt[0], w->anchor, w->selected + 1)) : m->first_sd;
 }
 
 /* Grid utility of workload i: Σ_c floor(|base_c − q_c|·S/|W|) − round(bias·S),

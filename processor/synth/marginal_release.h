@@ -39,6 +39,7 @@ typedef struct marginal_release {
     dp_dgauss            dgauss;
     double               noise_param; /* DLap scale b or DGauss σ² of one measurement */
     double               noise_sd;    /* its standard deviation */
+    double               first_sd;    /* sd of a counter's first output (a workload never selected) */
     /* state */
     uint64_t             done;
     int                  exhausted;
