@@ -8,6 +8,7 @@
  *                           [--methods select_measure_fit,mwem] [--selections 2] [--fit mw|pgm]
  *                           [--aggregate mean|last (default: the synthesizer's, mean for mw)]
  *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
+ *                           [--counter simple|block|tree|hybrid|…]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
  * synthesizer runs in-process behind synth.h (the code `dpstream` runs);
@@ -112,6 +113,9 @@ static metrics compare(const pairs *q, const double *truth, const double *syn, d
     return m;
 }
 
+static FILE *TRACE;   /* --trace */
+static const char *COUNTER = "simple";   /* --counter: every workload cell's counter kind (the paper's default) */
+
 typedef struct eval_sink {
     const pairs *q;
     double      *syn;
@@ -125,6 +129,21 @@ static int on_record(void *ctx, const dp_synth_record *r)
     e->records++;
     if (e->active)
         pairs_add(e->q, e->syn, r->value.row, 1);
+    return 0;
+}
+
+/* --trace: the step's selected workloads ("sel <index>…", indices into the
+ * configured workload list, as in the manifest's selected.<l>). */
+static int on_manifest(void *ctx, const dp_release_manifest *m)
+{
+    (void)ctx;
+    if (!TRACE)
+        return 0;
+    fprintf(TRACE, "sel");
+    for (size_t i = 0; i < m->n_debias; i++)
+        if (strncmp(m->debias[i].key, "selected.", 9) == 0)
+            fprintf(TRACE, " %.0f", m->debias[i].value);
+    fprintf(TRACE, "\n");
     return 0;
 }
 
@@ -221,9 +240,9 @@ static const double *paper_of(const char *stream, double eps)
 
 typedef struct run_result { metrics m; double sec_per_step, rows_per_s; int ok; } run_result;
 
-static FILE *TRACE;   /* --trace */
 
-/* The trace's last-step block: one line per workload, "we <attr a> <attr b> <WE>". */
+/* The trace's last-step block: one line per workload, "we <attr a> <attr b> <WE>", and for
+ * workloads of at most 128 cells a "cells" line of true/synthetic counts. */
 static void trace_workloads(const pairs *q, const double *truth, const double *syn, double n)
 {
     for (size_t k = 0; k < q->n; k++) {
@@ -233,6 +252,12 @@ static void trace_workloads(const pairs *q, const double *truth, const double *s
         we /= (double)(q->off[k + 1] - q->off[k]) * (n > 0 ? n : 1);
         fprintf(TRACE, "we %s %s %.6f\n", json_string_value(json_object_get(json_array_get(ATTRS, q->a[k]), "name")),
                 json_string_value(json_object_get(json_array_get(ATTRS, q->b[k]), "name")), we);
+        if (q->off[k + 1] - q->off[k] <= 128) {   /* small workloads: both tables, cell by cell */
+            fprintf(TRACE, "cells");
+            for (uint64_t c = q->off[k]; c < q->off[k + 1]; c++)
+                fprintf(TRACE, " %.0f/%.0f", truth[c], syn[c]);
+            fprintf(TRACE, "\n");
+        }
     }
 }
 
@@ -241,12 +266,12 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
 {
     run_result out = {{{0}}, 0, 0, 0};
     if (TRACE)
-        fprintf(TRACE, "run %s eps %g method %s key %d K %d fit %s aggregate %s\n", rs->name, eps, method, key_i, K,
-                fit, aggregate ? aggregate : "default");
+        fprintf(TRACE, "run %s eps %g method %s key %d K %d fit %s aggregate %s counter %s\n", rs->name, eps, method,
+                key_i, K, fit, aggregate ? aggregate : "default", COUNTER);
     uint64_t T = rs->steps < max_steps ? rs->steps : max_steps;
     json_t *cfg = json_pack("{s:O, s:s, s:I, s:f, s:i, s:s, s:s, s:s, s:i}", "attributes", ATTRS, "workloads",
                             "all_2way", "horizon", (json_int_t)T, "epsilon", eps, "selections_per_step", K,
-                            "counter", "simple", "method", method, "fit", fit, "fit_iterations", iters);
+                            "counter", COUNTER, "method", method, "fit", fit, "fit_iterations", iters);
     if (aggregate)
         json_object_set_new(cfg, "aggregate", json_string(aggregate));
     dp_key key;
@@ -264,7 +289,7 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
     pairs_init(&q);
     double *truth = calloc(q.total, sizeof *truth), *syn = calloc(q.total, sizeof *syn);
     eval_sink es = {.q = &q, .syn = syn};
-    dp_release_sink sink = {.ctx = &es, .record = on_record};
+    dp_release_sink sink = {.ctx = &es, .record = on_record, .manifest = on_manifest};
     size_t i = 0;
     double t_ingest = 0, t_close = 0, n = 0;
     int evals = 0;
@@ -344,6 +369,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--selections")) K = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--last")) last = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit")) fit = argv[i + 1];
+        else if (!strcmp(argv[i], "--counter")) COUNTER = argv[i + 1];
         else if (!strcmp(argv[i], "--aggregate")) aggregate = argv[i + 1];
         else if (!strcmp(argv[i], "--fit-iterations")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-steps")) max_steps = strtoull(argv[i + 1], NULL, 10);
@@ -372,8 +398,8 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < P; i++)
         domain *= SIZES[i];
     printf("seed 001 §7 on %s: %u attributes (domain %.4g cells), all %u 2-way workloads, K = %d, fit %s, "
-           "aggregate %s, %d keys, metrics averaged over the last %d steps\n", data, P, domain, P * (P - 1) / 2, K,
-           fit, aggregate ? aggregate : "default", keys, last);
+           "aggregate %s, counter %s, %d keys, metrics averaged over the last %d steps\n", data, P, domain,
+           P * (P - 1) / 2, K, fit, aggregate ? aggregate : "default", COUNTER, keys, last);
     printf("%-24s %4s  %-9s  %-26s %-26s %-26s %-26s %-26s %-26s  %9s %9s\n", "stream", "eps", "method", "AvgWE (paper)",
            "MaxWE (paper)", "AvgRelWE (paper)", "MaxRelWE (paper)", "AvgRelL1 (paper RelWE)",
            "MaxRelL1 (paper RelWE)", "s/step", "rows/s");
