@@ -78,6 +78,27 @@ static int days_in_month(int y, int m)
     return DAYS[m - 1];
 }
 
+/* The digits of a decimal fraction starting at *i (after its separator) as
+ * whole milliseconds, truncated; *rest = 1 if a truncated digit was not 0.
+ * -1 without a digit. */
+static int frac_millis(const char *s, size_t n, size_t *i, int64_t *ms, int *rest)
+{
+    int nd = 0;
+    *ms = 0;
+    *rest = 0;
+    for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; (*i)++, nd++) {
+        if (nd < 3)
+            *ms = *ms * 10 + (s[*i] - '0');
+        else if (s[*i] != '0')
+            *rest = 1;
+    }
+    if (nd == 0)
+        return -1;
+    for (; nd < 3; nd++)
+        *ms *= 10;
+    return 0;
+}
+
 static int parse_iso8601(const char *s, size_t n, int64_t *ms)
 {
     size_t i = 0;
@@ -101,17 +122,9 @@ static int parse_iso8601(const char *s, size_t n, int64_t *ms)
                 return -1;
             if (i < n && (s[i] == '.' || s[i] == ',')) {
                 i++;
-                int nd = 0;
-                while (i < n && s[i] >= '0' && s[i] <= '9') {
-                    if (nd < 3)
-                        frac_ms = frac_ms * 10 + (s[i] - '0');
-                    nd++;
-                    i++;
-                }
-                if (nd == 0)
+                int sub_ms;   /* a time of day is positive: truncating is flooring */
+                if (frac_millis(s, n, &i, &frac_ms, &sub_ms))
                     return -1;
-                for (; nd < 3; nd++)
-                    frac_ms *= 10;
             }
         }
         if (hh > 23 || mi > 59 || ss > 59)
@@ -162,27 +175,16 @@ static int parse_epoch_s(const char *s, size_t n, int64_t *ms)
     }
     if (i == int_start)
         return -1;
-    uint64_t frac = 0;
+    int64_t frac = 0;
     int rest = 0;
     if (i < n && s[i] == '.') {
         i++;
-        int nd = 0;
-        while (i < n && s[i] >= '0' && s[i] <= '9') {
-            if (nd < 3)
-                frac = frac * 10 + (uint64_t)(s[i] - '0');
-            else if (s[i] != '0')
-                rest = 1;
-            nd++;
-            i++;
-        }
-        if (nd == 0)
+        if (frac_millis(s, n, &i, &frac, &rest))
             return -1;
-        for (; nd < 3; nd++)
-            frac *= 10;
     }
     if (i != n)
         return -1;
-    uint64_t v = mag * 1000 + frac;
+    uint64_t v = mag * 1000 + (uint64_t)frac;
     /* floor: a negative time with a sub-millisecond rest rounds down */
     *ms = neg ? -(int64_t)v - rest : (int64_t)v;
     return 0;
