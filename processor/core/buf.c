@@ -15,6 +15,12 @@ void dp_buf_free(dp_buf *b)
     memset(b, 0, sizeof *b);
 }
 
+void dp_buf_clear(dp_buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+}
+
 static int buf_reserve(dp_buf *b, size_t extra)
 {
     if (b->failed)

@@ -20,6 +20,9 @@ typedef struct dp_buf {
 
 void dp_buf_init(dp_buf *b);
 void dp_buf_free(dp_buf *b);
+/* Empty it for reuse: length 0 and the error cleared, the memory kept (a
+ * buffer refilled every step then writes into pages it already has). */
+void dp_buf_clear(dp_buf *b);
 void dp_buf_put_bytes(dp_buf *b, const void *p, size_t n);
 /* Room for n more bytes at the end: a pointer to write them at (then add
  * what was written to b->len), or NULL with b->failed set. */

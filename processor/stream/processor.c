@@ -284,6 +284,7 @@ static void teardown(proc *p)
     free(p->chunk.rows);
     free(p->chunk.pts);
     dp_buf_free(&p->enc);
+    dp_buf_free(&p->snap_state);   /* wiped after each use (snapshot_publish.c) */
     dp_codec_destroy(p->codec);
     for (size_t i = 0; p->batch_store && i < BATCH_MAX; i++)
         dp_update_store_free(&p->batch_store[i]);

@@ -233,8 +233,8 @@ static int emit_manifest_piece(void *ctx, uint32_t index, uint32_t count, const 
  * longer names — all in the open transaction. */
 int ps_write_snapshot(proc *p, ps_stream *s)
 {
-    dp_buf st, manifest, digests;
-    dp_buf_init(&st);
+    dp_buf *st = &p->snap_state, manifest, digests;
+    dp_buf_clear(st);
     dp_buf_init(&manifest);
     dp_buf_init(&digests);
     char err[256];
@@ -243,11 +243,11 @@ int ps_write_snapshot(proc *p, ps_stream *s)
     dp_buf_init(&e.key);
     size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
     size_t topic_len = strlen(p->cfg->topic_updates), written = 0, n_written = 0;
-    int rc = dp_synth_snapshot(s->synth, &st);
+    int rc = dp_synth_snapshot(s->synth, st);
     if (rc == DP_OK) {
         dp_cas_stream cs = {.stream_id = s->id, .stream_id_len = s->id_len, .updates_topic = p->cfg->topic_updates,
                             .updates_topic_len = topic_len, .partition = s->partition};
-        rc = dp_cas_write(&cs, st.data, st.len, cb, p->o->state_key, p->o->noise_key, s->cas_digests.data,
+        rc = dp_cas_write(&cs, st->data, st->len, cb, p->o->state_key, p->o->noise_key, s->cas_digests.data,
                           s->cas_digests.len / DP_CAS_DIGEST_BYTES, &manifest, &digests, emit_content, &e, &n_written, &written,
                           err, sizeof err);
     }
@@ -283,12 +283,12 @@ int ps_write_snapshot(proc *p, ps_stream *s)
         digests = tmp;
         s->index_chunks = mc.count;
         dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': %zu-byte state in %zu chunks, %zu new (%zu bytes), %zu "
-               "bytes written in all", s->id, st.len, s->cas_digests.len / DP_CAS_DIGEST_BYTES, n_written, written,
+               "bytes written in all", s->id, st->len, s->cas_digests.len / DP_CAS_DIGEST_BYTES, n_written, written,
                e.bytes);
     }
-    if (st.data)
-        sodium_memzero(st.data, st.cap);
-    dp_buf_free(&st);
+    if (st->data)
+        sodium_memzero(st->data, st->len);   /* what this close wrote; the rest was wiped by earlier closes */
+    dp_buf_clear(st);
     dp_buf_free(&manifest);
     dp_buf_free(&digests);
     dp_buf_free(&e.key);
