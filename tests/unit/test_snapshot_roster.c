@@ -9,7 +9,10 @@
  *     old layout by 6 bytes an id or more (7 below length 128);
  *   - a snapshot in the old layout ("LING", u64 offsets) still loads into
  *     the same state (converted here from a new one);
- *   - a length that runs past the id bytes, and every truncation, is refused. */
+ *   - a length that runs past the id bytes, and every truncation, is refused;
+ *   - a snapshot written into a reused buffer (dp_buf_clear, as the
+ *     processor keeps one across step closes) is the same bytes as into a
+ *     fresh one, whatever the buffer held before, and keeps its memory. */
 #include "dptest.h"
 
 #include "core/buf.h"
@@ -152,9 +155,35 @@ static void test_roster_round_trip_and_old_layout(void)
     dp_lingest_free(&li);
 }
 
+static void test_save_into_cleared_buffer(void)
+{
+    dp_lingest li;
+    make_roster(&li);
+    dp_buf fresh, reused;
+    dp_buf_init(&fresh);
+    dp_buf_init(&reused);
+    CU_ASSERT_FATAL(dp_lingest_save(&li, &fresh) == DP_OK);
+    /* what the buffer held before: longer than the snapshot, other bytes,
+     * and a latched error */
+    for (size_t i = 0; i < 2 * fresh.len; i++)
+        dp_buf_put_u8(&reused, 0xa5);
+    reused.failed = DP_ENOMEM;
+    uint8_t *mem = reused.data;
+    size_t cap = reused.cap;
+    dp_buf_clear(&reused);
+    CU_ASSERT(reused.len == 0 && reused.failed == 0 && reused.data == mem && reused.cap == cap);
+    CU_ASSERT_FATAL(dp_lingest_save(&li, &reused) == DP_OK);
+    CU_ASSERT(reused.data == mem);   /* written into the memory it had: no allocation */
+    CU_ASSERT(reused.len == fresh.len && memcmp(reused.data, fresh.data, fresh.len) == 0);
+    dp_buf_free(&fresh);
+    dp_buf_free(&reused);
+    dp_lingest_free(&li);
+}
+
 static const dptest_case CASES[] = {
     {"varint: round trip at length boundaries; over-long, >64-bit, truncated refused", test_varint},
     {"roster save/load exact, smaller than u64 offsets, old layout still loads", test_roster_round_trip_and_old_layout},
+    {"a snapshot into a cleared, reused buffer: same bytes as a fresh one, same memory", test_save_into_cleared_buffer},
     {NULL, NULL},
 };
 
