@@ -122,8 +122,8 @@ static int parse_iso8601(const char *s, size_t n, int64_t *ms)
                 return -1;
             if (i < n && (s[i] == '.' || s[i] == ',')) {
                 i++;
-                int sub_ms;   /* a time of day is positive: truncating is flooring */
-                if (frac_millis(s, n, &i, &frac_ms, &sub_ms))
+                int rest;   /* unused: a time of day is positive, so truncating is flooring */
+                if (frac_millis(s, n, &i, &frac_ms, &rest))
                     return -1;
             }
         }
