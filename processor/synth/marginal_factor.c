@@ -61,7 +61,22 @@ void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *size
     }
 }
 
-typedef enum { APPLY_MUL, APPLY_DIV, APPLY_ADD } apply_op;
+/* out.v[s] = max(out.v[s], f.v[x]) over f's cells x with x_S = s (out's attributes S ⊆ f's). */
+static void max_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes)
+{
+    odo o;
+    uint64_t s;
+    uint32_t n;
+    runs_init(&o, f, out, sizes, &s, &n);
+    const double *x = f->v;
+    for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
+        double *y = out->v + o.idx;
+        for (uint32_t d = 0; d < n; d++)
+            y[d * s] = x[d] > y[d * s] ? x[d] : y[d * s];
+    }
+}
+
+typedef enum { APPLY_MUL, APPLY_DIV, APPLY_ADD, APPLY_EXP_SUB } apply_op;
 
 /* f.v[x] ∘= g.v[x restricted to g's attributes], run by run. */
 static void apply_runs(dp_factor *f, const dp_factor *g, const uint32_t *sizes, apply_op op)
@@ -80,7 +95,8 @@ static void apply_runs(dp_factor *f, const dp_factor *g, const uint32_t *sizes, 
              * overflow to inf (then inf·0 = NaN in the beliefs).  Below
              * DBL_MIN the ratio ≤ 1/DBL_MIN stays finite; what is dropped
              * is mass under 2^-1022. */
-            x[d] = op == APPLY_ADD ? x[d] + gy : op == APPLY_MUL ? x[d] * gy : gy >= DBL_MIN ? x[d] / gy : 0;
+            x[d] = op == APPLY_ADD ? x[d] + gy : op == APPLY_MUL ? x[d] * gy : op == APPLY_EXP_SUB ? exp(x[d] - gy)
+                   : gy >= DBL_MIN ? x[d] / gy : 0;
         }
     }
 }
@@ -283,40 +299,69 @@ int dp_jtree_find(const dp_jtree *jt, const uint32_t *attrs, uint32_t k)
     return -1;
 }
 
+/* Condition a clique on its separator, in the log domain: on entry f holds
+ * log-values; on exit f(x) = exp(f(x) − L(x_S)), the distribution of the
+ * clique's other attributes given the separator value, and sep(s) = L(s) =
+ * log Σ_{x_S = s} exp f(x), the message to the parent.  The largest cell of
+ * each separator value is exp(0) = 1, so the sum is ≥ 1 and nothing divides
+ * by an underflowed value; tmp is a scratch factor over the separator. */
+static void condition_on_separator(dp_factor *f, dp_factor *sep, dp_factor *tmp, const uint32_t *sizes)
+{
+    for (uint64_t c = 0; c < sep->cells; c++)
+        sep->v[c] = -INFINITY;
+    max_into(f, sep, sizes);
+    apply_runs(f, sep, sizes, APPLY_EXP_SUB);
+    memset(tmp->v, 0, tmp->cells * sizeof *tmp->v);
+    dp_factor_sum_into(f, tmp, sizes);
+    apply_runs(f, tmp, sizes, APPLY_DIV);
+    for (uint64_t c = 0; c < sep->cells; c++)
+        sep->v[c] += log(tmp->v[c]);
+}
+
+/* Sum-product calibration.  The upward pass runs in the log domain: the
+ * log-potentials of cliques that share attributes can drift apart without
+ * bound (iterative proportional fitting on measurements that disagree on a
+ * shared attribute moves +φ into one factor and −φ into the other at every
+ * cycle, the model itself unchanged), and exponentiating each clique on its
+ * own then underflows the cells the other clique keeps, so the product of a
+ * belief and its child's message could be 0 everywhere — the whole model
+ * collapsed to uniform (full Adult, ordered stream, ε = 2: at step 36,
+ * |θ| ≈ 770 > 745).  In the log domain the two drifts cancel before
+ * anything is exponentiated.  Each non-root belief becomes the clique's
+ * conditional given its separator, the root's its marginal; the downward
+ * pass multiplies each conditional by the parent's (already calibrated)
+ * separator marginal, which it leaves in up[K]. */
 int dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes)
 {
     memo_clear(jt);
-    for (uint32_t i = 0; i < jt->n_cliques; i++) {
-        const dp_factor *lp = &jt->logpot[i];
-        double mx = -INFINITY;
-        for (uint64_t c = 0; c < lp->cells; c++)
-            mx = lp->v[c] > mx ? lp->v[c] : mx;
-        for (uint64_t c = 0; c < lp->cells; c++)
-            jt->belief[i].v[c] = exp(lp->v[c] - mx);
-    }
-    /* upward: each clique's message to its parent, children first */
+    for (uint32_t i = 0; i < jt->n_cliques; i++)
+        memcpy(jt->belief[i].v, jt->logpot[i].v, jt->logpot[i].cells * sizeof *jt->logpot[i].v);
+    /* upward: children first */
     for (uint32_t n = jt->n_cliques; n-- > 1;) {
         uint32_t K = jt->order[n];
-        dp_factor *up = &jt->up[K];
-        memset(up->v, 0, up->cells * sizeof *up->v);
-        dp_factor_sum_into(&jt->belief[K], up, sizes);
-        normalize(up);
-        dp_factor_mul(&jt->belief[jt->parent[K]], up, sizes, 0);
-        normalize(&jt->belief[jt->parent[K]]);
-    }
-    normalize(&jt->belief[jt->order[0]]);
-    /* downward: belief_K *= (Σ_{P∖S} belief_P) / up_K */
-    for (uint32_t n = 1; n < jt->n_cliques; n++) {
-        uint32_t K = jt->order[n];
-        dp_factor s;
-        int rc = dp_factor_init(&s, jt->up[K].attrs, jt->up[K].k, sizes);
+        dp_factor tmp;
+        int rc = dp_factor_init(&tmp, jt->up[K].attrs, jt->up[K].k, sizes);
         if (rc != DP_OK)
             return rc;
-        dp_factor_sum_into(&jt->belief[jt->parent[K]], &s, sizes);
-        dp_factor_mul(&s, &jt->up[K], sizes, 1);
-        dp_factor_mul(&jt->belief[K], &s, sizes, 0);
+        condition_on_separator(&jt->belief[K], &jt->up[K], &tmp, sizes);
+        dp_factor_free(&tmp);
+        dp_factor_add(&jt->belief[jt->parent[K]], &jt->up[K], sizes);
+    }
+    dp_factor *root = &jt->belief[jt->order[0]];
+    double mx = -INFINITY;
+    for (uint64_t c = 0; c < root->cells; c++)
+        mx = root->v[c] > mx ? root->v[c] : mx;
+    for (uint64_t c = 0; c < root->cells; c++)
+        root->v[c] = exp(root->v[c] - mx);
+    normalize(root);
+    /* downward: belief_K = P(K∖S | S) · P(S), P(S) summed from the parent */
+    for (uint32_t n = 1; n < jt->n_cliques; n++) {
+        uint32_t K = jt->order[n];
+        dp_factor *sep = &jt->up[K];
+        memset(sep->v, 0, sep->cells * sizeof *sep->v);
+        dp_factor_sum_into(&jt->belief[jt->parent[K]], sep, sizes);
+        dp_factor_mul(&jt->belief[K], sep, sizes, 0);
         normalize(&jt->belief[K]);
-        dp_factor_free(&s);
     }
     return DP_OK;
 }

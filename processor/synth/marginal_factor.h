@@ -39,7 +39,7 @@ typedef struct dp_jtree {
     uint32_t   n_cliques;
     dp_factor *belief;    /* per clique: calibrated marginal distribution (sums to 1) */
     dp_factor *logpot;    /* per clique: Σ of the log-potentials assigned to it */
-    dp_factor *up;        /* per clique: its message to its parent, over the separator */
+    dp_factor *up;        /* per clique, over its separator: the separator's marginal once calibrated */
     int32_t   *parent;    /* -1 for a root */
     uint32_t  *order;     /* cliques in breadth-first order from the roots */
     uint64_t   cells;     /* Σ cells over cliques */
