@@ -8,6 +8,7 @@
  *                           [--methods select_measure_fit,mwem] [--selections 2] [--fit mw|pgm]
  *                           [--aggregate mean|last (default: the synthesizer's, mean for mw)]
  *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
+ *                           [--first-key 0]
  *                           [--counter simple|block|tree|hybrid|…]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
@@ -26,7 +27,9 @@
  *   paper's tables) and over keys (mean ± standard error).
  * Also: time per step, ingest rows/s and peak RSS.  --trace FILE appends, per
  * run, AvgWE and MaxWE at every step (the paper's Figures 1–6) and every
- * workload's WE at the last step — where the error sits. */
+ * workload's WE at the last step — where the error sits.  Each key's figures
+ * are printed as it finishes ("key N: …"), so keys run as separate processes
+ * (--first-key N --keys M runs keys N … N+M−1) can be pooled afterwards. */
 #include "synth/synth.h"
 
 #include "core/dp_error.h"
@@ -358,7 +361,7 @@ int main(int argc, char **argv)
     const char *data = NULL, *fit = "auto", *aggregate = NULL;
     char streams_arg[512] = "adult/randomized-bs50,adult/randomized-bs200,adult/ordered-bs50,adult/ordered-bs200";
     char eps_arg[128] = "0.5,1,2,4", methods_arg[128] = "mwem,select_measure_fit";
-    int keys = 5, K = 2, last = 10, iters = 10;
+    int keys = 5, first_key = 0, K = 2, last = 10, iters = 10;
     uint64_t max_steps = UINT64_MAX;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--data")) data = argv[i + 1];
@@ -366,6 +369,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--epsilons")) snprintf(eps_arg, sizeof eps_arg, "%s", argv[i + 1]);
         else if (!strcmp(argv[i], "--methods")) snprintf(methods_arg, sizeof methods_arg, "%s", argv[i + 1]);
         else if (!strcmp(argv[i], "--keys")) keys = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--first-key")) first_key = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--selections")) K = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--last")) last = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit")) fit = argv[i + 1];
@@ -400,6 +404,8 @@ int main(int argc, char **argv)
     printf("seed 001 §7 on %s: %u attributes (domain %.4g cells), all %u 2-way workloads, K = %d, fit %s, "
            "aggregate %s, counter %s, %d keys, metrics averaged over the last %d steps\n", data, P, domain,
            P * (P - 1) / 2, K, fit, aggregate ? aggregate : "default", COUNTER, keys, last);
+    if (first_key)
+        printf("keys %d to %d\n", first_key, first_key + keys - 1);
     printf("%-24s %4s  %-9s  %-26s %-26s %-26s %-26s %-26s %-26s  %9s %9s\n", "stream", "eps", "method", "AvgWE (paper)",
            "MaxWE (paper)", "AvgRelWE (paper)", "MaxRelWE (paper)", "AvgRelL1 (paper RelWE)",
            "MaxRelL1 (paper RelWE)", "s/step", "rows/s");
@@ -420,9 +426,15 @@ int main(int argc, char **argv)
                 double v[N_METRICS][64], sps = 0, rps = 0;
                 int ok = 0;
                 for (int k = 0; k < keys && k < 64; k++) {
-                    run_result r = run_one(rs, methods[mi], eps, k, K, fit, aggregate, iters, last, max_steps);
+                    run_result r =
+                        run_one(rs, methods[mi], eps, first_key + k, K, fit, aggregate, iters, last, max_steps);
                     if (!r.ok)
                         continue;
+                    printf("key %d: %s %g %s", first_key + k, rs->name, eps, proposed ? "proposed" : "baseline");
+                    for (int j = 0; j < N_METRICS; j++)
+                        printf(" %.6f", r.m.v[j]);
+                    printf("  %.4f s/step\n", r.sec_per_step);
+                    fflush(stdout);
                     for (int j = 0; j < N_METRICS; j++)
                         v[j][ok] = r.m.v[j];
                     sps += r.sec_per_step;
