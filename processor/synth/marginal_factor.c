@@ -47,7 +47,11 @@ int dp_factor_subset(const uint32_t *a, uint32_t ka, const uint32_t *b, uint32_t
     return 1;
 }
 
-void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes)
+typedef enum { REDUCE_SUM, REDUCE_MAX } reduce_op;
+
+/* out.v[s] ∘= f.v[x] over f's cells x with x_S = s (out's attributes S ⊆
+ * f's), ∘ = + or max; inlined with a constant op, so each is its own loop. */
+static inline void reduce_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes, reduce_op op)
 {
     odo o;
     uint64_t s;
@@ -57,23 +61,13 @@ void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *size
     for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
         double *y = out->v + o.idx;
         for (uint32_t d = 0; d < n; d++)
-            y[d * s] += x[d];
+            y[d * s] = op == REDUCE_SUM ? y[d * s] + x[d] : x[d] > y[d * s] ? x[d] : y[d * s];
     }
 }
 
-/* out.v[s] = max(out.v[s], f.v[x]) over f's cells x with x_S = s (out's attributes S ⊆ f's). */
-static void max_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes)
+void dp_factor_sum_into(const dp_factor *f, dp_factor *out, const uint32_t *sizes)
 {
-    odo o;
-    uint64_t s;
-    uint32_t n;
-    runs_init(&o, f, out, sizes, &s, &n);
-    const double *x = f->v;
-    for (uint64_t r = 0; r < f->cells / n; r++, x += n, odo_next(&o)) {
-        double *y = out->v + o.idx;
-        for (uint32_t d = 0; d < n; d++)
-            y[d * s] = x[d] > y[d * s] ? x[d] : y[d * s];
-    }
+    reduce_into(f, out, sizes, REDUCE_SUM);
 }
 
 typedef enum { APPLY_MUL, APPLY_DIV, APPLY_ADD, APPLY_EXP_SUB } apply_op;
@@ -309,7 +303,7 @@ static void condition_on_separator(dp_factor *f, dp_factor *sep, dp_factor *tmp,
 {
     for (uint64_t c = 0; c < sep->cells; c++)
         sep->v[c] = -INFINITY;
-    max_into(f, sep, sizes);
+    reduce_into(f, sep, sizes, REDUCE_MAX);
     apply_runs(f, sep, sizes, APPLY_EXP_SUB);
     memset(tmp->v, 0, tmp->cells * sizeof *tmp->v);
     dp_factor_sum_into(f, tmp, sizes);
