@@ -317,6 +317,15 @@ int64_t dp_marginal_grid_utility(const dp_marginal_config *c, size_t i, const do
     return sum - (int64_t)llround(b);
 }
 
+/* Was workload i selected at an earlier iteration (< l) of this step? */
+static int taken_now(const marginal_release *m, size_t l, size_t i)
+{
+    for (size_t j = 0; j < l; j++)
+        if (m->sel[j] == i)
+            return 1;
+    return 0;
+}
+
 static void step_drbg(const marginal_release *m, dp_drbg *g, uint64_t step, const char *what, size_t l)
 {
     char label[48];
@@ -324,17 +333,24 @@ static void step_drbg(const marginal_release *m, dp_drbg *g, uint64_t step, cons
     dp_drbg_init(g, m->key, m->stream_id, m->stream_id_len, step, label);
 }
 
-/* Select one unselected workload (exponential mechanism) against h; charges first. */
+/* Select one unselected workload (exponential mechanism) against h; charges first.
+ * The candidates are the unselected workloads whose measurement the fit can
+ * use: a pgm model whose junction tree is full leaves a new clique out of
+ * the fit (marginal_pgm.c), and a selection of it would spend a step's
+ * 1/(2K) of the budget twice on nothing.  Which workloads the model admits
+ * depends only on the earlier selections (private outputs) and the public
+ * max_model_cells — post-processing; Δu is unchanged.  Only if none is
+ * admitted are all unselected workloads candidates (as before). */
 static int select_workload(marginal_release *m, uint64_t step, size_t l, const double *base_or_d, int smf,
                            size_t *chosen, char *errstr, size_t errstr_size)
 {
     const dp_marginal_config *c = &m->cfg;
     size_t n = 0;
+    int filter = 0;
+    for (size_t i = 0; i < c->n_workloads && m->mops->admits && !filter; i++)
+        filter = m->mops->admits(m->h, &c->workloads[i]) && !taken_now(m, l, i);
     for (size_t i = 0; i < c->n_workloads; i++) {
-        int taken = 0;
-        for (size_t j = 0; j < l; j++)
-            taken |= m->sel[j] == i;
-        if (taken)
+        if (taken_now(m, l, i) || (filter && !m->mops->admits(m->h, &c->workloads[i])))
             continue;
         const dp_marginal_workload *w = &c->workloads[i];
         int rc = m->mops->marginal(m->h, w, m->q);

@@ -61,6 +61,8 @@ typedef struct dp_mmodel_ops {
     int    (*rows)(const dp_mmodel *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
     int    (*save)(const dp_mmodel *m, dp_buf *b);
     int    (*load)(dp_mmodel *m, dp_reader *r);
+    /* 1 if a measurement of w would enter this model's fit; NULL: every workload does. */
+    int    (*admits)(const dp_mmodel *m, const dp_marginal_workload *w);
 } dp_mmodel_ops;
 
 extern const dp_mmodel_ops dp_mmodel_mw;

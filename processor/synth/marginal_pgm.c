@@ -56,6 +56,10 @@ struct dp_mmodel {
      * cache: selection asks for every workload's marginal K + 1 times a step) */
     double   **wcache;
     uint8_t   *wvalid;
+    /* per configured workload, for the current cliques: 0 not yet asked,
+     * 1 a measurement of it would enter the fit, 2 it would not (a cache of
+     * the structure, cleared whenever the tree is rebuilt) */
+    uint8_t   *admit;
 };
 
 static void invalidate(dp_mmodel *m)
@@ -119,6 +123,8 @@ static int rebuild(dp_mmodel *m)
     for (uint32_t q = 0; q < m->jt.n_cliques; q++)
         sum_logpot(m, (int32_t)q);
     invalidate(m);
+    if (m->admit)
+        memset(m->admit, 0, c->n_workloads);
     return DP_OK;
 }
 
@@ -139,6 +145,7 @@ static void pgm_destroy_parts(dp_mmodel *m)
             free(m->wcache[i]);
     free(m->wcache);
     free(m->wvalid);
+    free(m->admit);
     free(m);
 }
 
@@ -151,7 +158,8 @@ static int pgm_create(dp_mmodel **out, const dp_marginal_config *c, char *errstr
     m->cfg = c;
     m->wcache = calloc(c->n_workloads, sizeof *m->wcache);
     m->wvalid = calloc(c->n_workloads, 1);
-    int rc = m->wcache && m->wvalid ? rebuild(m) : DP_ENOMEM;   /* no factors: independent uniform attributes */
+    m->admit = calloc(c->n_workloads, 1);
+    int rc = m->wcache && m->wvalid && m->admit ? rebuild(m) : DP_ENOMEM;   /* no factors: independent uniform attributes */
     if (rc != DP_OK) {
         pgm_destroy_parts(m);
         return dp_err(errstr, errstr_size, rc, "marginal: cannot build the pgm model");
@@ -310,20 +318,23 @@ static int pgm_marginal(const dp_mmodel *cm, const dp_marginal_workload *w, doub
     return DP_OK;
 }
 
-/* The factor of workload w, added (and the tree rebuilt) if it fits; -1 if not. */
-static int factor_of(dp_mmodel *m, const dp_marginal_workload *w, int *idx)
+/* The index of workload w's factor, or -1 if it has none yet. */
+static int existing_factor(const dp_mmodel *m, const dp_marginal_workload *w)
 {
     for (uint32_t i = 0; i < m->n_factors; i++)
-        if (m->theta[i].k == w->k && memcmp(m->theta[i].attrs, w->attrs, w->k * sizeof *w->attrs) == 0) {
-            *idx = (int)i;
-            return DP_OK;
-        }
+        if (m->theta[i].k == w->k && memcmp(m->theta[i].attrs, w->attrs, w->k * sizeof *w->attrs) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Would the junction tree of the current factors plus w's stay within
+ * max_model_cells (AIM's model-size rule)? */
+static int room_for(const dp_mmodel *m, const dp_marginal_workload *w)
+{
     const uint32_t *attrs[DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS + 1];
     uint32_t k[DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS + 1];
-    if (m->n_factors >= DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS) {
-        *idx = -1;
-        return DP_OK;
-    }
+    if (m->n_factors >= DP_MARGINAL_MAX_ATTRS * DP_MARGINAL_MAX_ATTRS)
+        return 0;
     for (uint32_t i = 0; i < m->n_factors; i++) {
         attrs[i] = m->theta[i].attrs;
         k[i] = m->theta[i].k;
@@ -331,11 +342,29 @@ static int factor_of(dp_mmodel *m, const dp_marginal_workload *w, int *idx)
     attrs[m->n_factors] = w->attrs;
     k[m->n_factors] = w->k;
     uint64_t cells;
-    if (dp_jtree_build(NULL, m->cfg->n_attrs, m->cfg->sizes, m->n_factors + 1, attrs, k, m->cfg->max_model_cells,
-                       &cells) != DP_OK) {
-        *idx = -1;   /* too big: left out of the fit */
+    return dp_jtree_build(NULL, m->cfg->n_attrs, m->cfg->sizes, m->n_factors + 1, attrs, k, m->cfg->max_model_cells,
+                          &cells) == DP_OK;
+}
+
+/* 1 if a measurement of w would enter the fit (its factor exists or fits). */
+static int pgm_admits(const dp_mmodel *cm, const dp_marginal_workload *w)
+{
+    dp_mmodel *m = (dp_mmodel *)cm;   /* admit is a cache of the structure */
+    size_t wi = (size_t)(w - m->cfg->workloads);
+    if (wi >= m->cfg->n_workloads)
+        return existing_factor(m, w) >= 0 || room_for(m, w);
+    if (!m->admit[wi])
+        m->admit[wi] = existing_factor(m, w) >= 0 || room_for(m, w) ? 1 : 2;
+    return m->admit[wi] == 1;
+}
+
+/* The factor of workload w, added (and the tree rebuilt) if it fits; -1 if not. */
+static int factor_of(dp_mmodel *m, const dp_marginal_workload *w, int *idx)
+{
+    if ((*idx = existing_factor(m, w)) >= 0)
         return DP_OK;
-    }
+    if (!room_for(m, w))
+        return DP_OK;   /* too big: left out of the fit (*idx = -1) */
     dp_factor *t = realloc(m->theta, (m->n_factors + 1) * sizeof *t);
     if (!t)
         return DP_ENOMEM;
@@ -610,4 +639,5 @@ const dp_mmodel_ops dp_mmodel_pgm = {
     .rows = pgm_rows,
     .save = pgm_save,
     .load = pgm_load,
+    .admits = pgm_admits,
 };

@@ -19,14 +19,17 @@
 #include "core/dp_error.h"
 #include "synth/synth.h"
 
+/* manifest key-value pairs kept from the last manifest (marginal's, at K = 2, has 10) */
+#define TK_MAX_KV 16
+
 typedef struct tk_sink {
     dp_buf   out;
     uint64_t records, manifests, budgets;
     /* last manifest / budget event */
     uint64_t m_step, m_records;
     int      m_clamped, m_mode;
-    double   m_debias[8];
-    char     m_debias_keys[8][24];
+    double   m_debias[TK_MAX_KV];
+    char     m_debias_keys[TK_MAX_KV][24];
     size_t   m_n_debias;
     uint64_t b_step;
     int      b_status;
@@ -74,11 +77,11 @@ static inline int tk_manifest(void *ctx, const dp_release_manifest *m)
     dp_buf_put_u32(&s->out, (uint32_t)m->mode);
     dp_buf_put_u64(&s->out, m->record_count);
     dp_buf_put_u32(&s->out, (uint32_t)m->clamped);
-    s->m_n_debias = m->n_debias < 8 ? m->n_debias : 8;
+    s->m_n_debias = m->n_debias < TK_MAX_KV ? m->n_debias : TK_MAX_KV;
     for (size_t i = 0; i < m->n_debias; i++) {
         tk_put_str(&s->out, m->debias[i].key);
         dp_buf_put_f64(&s->out, m->debias[i].value);
-        if (i < 8) {
+        if (i < TK_MAX_KV) {
             s->m_debias[i] = m->debias[i].value;
             snprintf(s->m_debias_keys[i], 24, "%s", m->debias[i].key);
         }

@@ -12,6 +12,7 @@
 #include "synth_testkit.h"
 
 #include "synth/marginal.h"
+#include "synth/marginal_factor.h"
 #include "core/round.h"
 
 #include <math.h>
@@ -463,6 +464,102 @@ static void test_measurement_sd_since_anchor(void)
     json_decref(j);
 }
 
+/* A pgm model whose junction tree cannot take a workload leaves that
+ * workload's measurement out of the fit (marginal_pgm.c); the selection
+ * must not spend budget on it while an unselected workload it can take
+ * remains.  Six attributes of 12 categories (all 15 pairs would triangulate
+ * into 12^6 cells) under max_model_cells = 2048: the test replays the
+ * model's structure from the manifests' selections (a selected workload
+ * joins it if its junction tree stays within the cap) and counts the
+ * selections that could not join although another unselected one could. */
+static void test_selection_skips_unfittable(void)
+{
+    enum { P = 6, CATS = 12, T = 40, K = 2 };
+    json_t *attrs = json_array();
+    for (int a = 0; a < P; a++) {
+        json_t *cats = json_array();
+        for (int i = 0; i < CATS; i++) {
+            char label[16];
+            snprintf(label, sizeof label, "%d", i);
+            json_array_append_new(cats, json_string(label));
+        }
+        char name[2] = {(char)('a' + a), 0};
+        json_array_append_new(attrs, json_pack("{s:s, s:o}", "name", name, "categories", cats));
+    }
+    json_t *j = json_pack("{s:o, s:i, s:f, s:i, s:s, s:i}", "attributes", attrs, "horizon", T, "epsilon", 2.0,
+                          "selections_per_step", K, "fit", "pgm", "max_model_cells", 2048);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    uint32_t pair[15][2], n_pairs = 0, sizes[P];
+    for (uint32_t a = 0; a < P; a++) {
+        sizes[a] = CATS;
+        for (uint32_t b = a + 1; b < P; b++) {
+            pair[n_pairs][0] = a;
+            pair[n_pairs++][1] = b;
+        }
+    }
+    tk_sink k;
+    dp_synth *s = start(j, 3, &k);
+    dp_release_sink rs = tk_sink_of(&k);
+    const uint32_t *groups[16];
+    uint32_t ks[16], n_groups = 0, in_model[15] = {0};
+    int wasted = 0, fallback = 0;
+    uint64_t row_i = 0;
+    for (int t = 1; t <= T; t++) {
+        for (int i = 0; i < 300; i++, row_i++) {   /* a chain: each attribute copies the previous one often */
+            int32_t r[P];
+            uint64_t h = (row_i + 1) * 0x9e3779b97f4a7c15ull;
+            for (int a = 0; a < P; a++) {
+                h ^= h >> 31;
+                h *= 0xbf58476d1ce4e5b9ull;
+                r[a] = a > 0 && (h >> 40) % 10 < 7 ? r[a - 1] : (int32_t)((h >> 8) % CATS);
+            }
+            dp_update u = row_update((uint64_t)t, DP_UPDATE_INSERT, r, P, NULL);
+            dp_reject_reason why;
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
+        }
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_OK);
+        uint32_t chosen[K];
+        for (int l = 0; l < K; l++) {
+            char key[32];
+            snprintf(key, sizeof key, "selected.%d", l);
+            double v = tk_kv(k.m_debias, k.m_debias_keys, k.m_n_debias, key);
+            CU_ASSERT_FATAL(v >= 0 && v < n_pairs);
+            chosen[l] = (uint32_t)v;
+        }
+        for (int l = 0; l < K; l++) {
+            /* which unselected workloads could join the model now? */
+            int fits[15], any = 0;
+            for (uint32_t w = 0; w < n_pairs; w++) {
+                int taken = 0;
+                for (int q = 0; q < l; q++)
+                    taken |= chosen[q] == w;
+                groups[n_groups] = pair[w];
+                ks[n_groups] = 2;
+                uint64_t cells;
+                fits[w] = in_model[w] ||
+                          dp_jtree_build(NULL, P, sizes, n_groups + 1, groups, ks, 2048, &cells) == DP_OK;
+                any |= fits[w] && !taken;
+            }
+            uint32_t w = chosen[l];
+            wasted += !fits[w] && any;
+            fallback += !any;
+            if (fits[w] && !in_model[w]) {
+                in_model[w] = 1;
+                groups[n_groups] = pair[w];
+                ks[n_groups++] = 2;
+            }
+        }
+    }
+    printf("\n    %u of 15 pairs in the model, %d selections wasted, %d with no usable candidate", n_groups,
+           wasted, fallback);
+    CU_ASSERT(n_groups < 15);   /* the cap did bind */
+    CU_ASSERT_EQUAL(wasted, 0);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
 static void test_delete_heavy(void)
 {
     for (int mi = 0; mi < 2; mi++) {
@@ -612,6 +709,7 @@ int main(void)
         {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
         {"a measurement's sd is the counter increment's since the workload's anchor (selected_sd)",
          test_measurement_sd_since_anchor},
+        {"the selection skips workloads the pgm model cannot fit", test_selection_skips_unfittable},
         {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},
         {"mwem with fit pgm: the sum of step models = mwem with mw on inserts; DELETE rejected", test_mwem_pgm_mixture},
         {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
