@@ -227,6 +227,7 @@ int dp_jtree_build(dp_jtree *jt, uint32_t n_attrs, const uint32_t *sizes, uint32
     if (!jt)
         return DP_OK;
     memset(jt, 0, sizeof *jt);
+    jt->focus = -1;
     jt->n_cliques = nk;
     jt->cells = (uint64_t)total;
     jt->belief = calloc(nk, sizeof *jt->belief);
@@ -328,6 +329,7 @@ static void condition_on_separator(dp_factor *f, dp_factor *sep, dp_factor *tmp,
 int dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes)
 {
     memo_clear(jt);
+    jt->focus = -1;
     for (uint32_t i = 0; i < jt->n_cliques; i++)
         memcpy(jt->belief[i].v, jt->logpot[i].v, jt->logpot[i].cells * sizeof *jt->logpot[i].v);
     /* upward: children first */
@@ -360,3 +362,89 @@ int dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes)
     return DP_OK;
 }
 
+
+/* --- incremental updates (see the header) -------------------------------------- */
+
+/* belief_y ·= P_x(S) / P_y(S) over the separator S of adjacent cliques x, y
+ * (an empty separator carries nothing: both sides sum to 1). */
+static int absorb(dp_jtree *jt, const uint32_t *sizes, uint32_t x, uint32_t y)
+{
+    const dp_factor *sep = &jt->up[jt->parent[y] == (int32_t)x ? y : x];
+    if (sep->k == 0)
+        return DP_OK;
+    dp_factor from, to;
+    int rc = dp_factor_init(&from, sep->attrs, sep->k, sizes);
+    if (rc != DP_OK)
+        return rc;
+    if ((rc = dp_factor_init(&to, sep->attrs, sep->k, sizes)) != DP_OK) {
+        dp_factor_free(&from);
+        return rc;
+    }
+    dp_factor_sum_into(&jt->belief[x], &from, sizes);
+    dp_factor_sum_into(&jt->belief[y], &to, sizes);
+    /* to(s) = 0 only where belief_y is 0 on all of s: the ratio there is
+     * irrelevant, and apply_runs' division yields 0 for it */
+    apply_runs(&from, &to, sizes, APPLY_DIV);
+    apply_runs(&jt->belief[y], &from, sizes, APPLY_MUL);
+    dp_factor_free(&from);
+    dp_factor_free(&to);
+    return DP_OK;
+}
+
+static uint32_t depth_of(const dp_jtree *jt, uint32_t q)
+{
+    uint32_t d = 0;
+    for (int32_t p = jt->parent[q]; p >= 0; p = jt->parent[p])
+        d++;
+    return d;
+}
+
+int dp_jtree_move_focus(dp_jtree *jt, const uint32_t *sizes, uint32_t q)
+{
+    if (q >= jt->n_cliques)
+        return DP_ERANGE;
+    if (jt->focus < 0 || (uint32_t)jt->focus == q) {
+        jt->focus = (int32_t)q;
+        return DP_OK;
+    }
+    memo_clear(jt);
+    /* the path focus → q: up from the focus to the common ancestor, then
+     * down to q (the down half collected from q upwards, then reversed) */
+    uint32_t a = (uint32_t)jt->focus, b = q, da = depth_of(jt, a), db = depth_of(jt, b);
+    uint32_t down[64], nd = 0;
+    int rc = DP_OK;
+    while (rc == DP_OK && da > db) {
+        rc = absorb(jt, sizes, a, (uint32_t)jt->parent[a]);
+        a = (uint32_t)jt->parent[a];
+        da--;
+    }
+    while (db > da) {
+        down[nd++] = b;
+        b = (uint32_t)jt->parent[b];
+        db--;
+    }
+    while (rc == DP_OK && a != b) {
+        rc = absorb(jt, sizes, a, (uint32_t)jt->parent[a]);
+        a = (uint32_t)jt->parent[a];
+        down[nd++] = b;
+        b = (uint32_t)jt->parent[b];
+    }
+    while (rc == DP_OK && nd > 0) {
+        uint32_t y = down[--nd];
+        rc = absorb(jt, sizes, (uint32_t)jt->parent[y], y);
+    }
+    if (rc == DP_OK)
+        jt->focus = (int32_t)q;
+    return rc;
+}
+
+int dp_jtree_scale(dp_jtree *jt, const uint32_t *sizes, uint32_t q, const dp_factor *ratio)
+{
+    int rc = dp_jtree_move_focus(jt, sizes, q);
+    if (rc != DP_OK)
+        return rc;
+    memo_clear(jt);   /* the conditionals of the calibrated tree */
+    apply_runs(&jt->belief[q], ratio, sizes, APPLY_MUL);
+    normalize(&jt->belief[q]);
+    return DP_OK;
+}

@@ -43,6 +43,9 @@ typedef struct dp_jtree {
     int32_t   *parent;    /* -1 for a root */
     uint32_t  *order;     /* cliques in breadth-first order from the roots */
     uint64_t   cells;     /* Σ cells over cliques */
+    /* -1 once calibrated; else the one clique whose belief is current after
+     * dp_jtree_scale updates (the others are stale until calibrated again) */
+    int32_t    focus;
     /* Conditional tables computed since the last calibration, reused by the
      * pair queries that cross the same cliques (a cache: not state). */
     size_t     n_memo, cap_memo;
@@ -65,6 +68,17 @@ void dp_jtree_free(dp_jtree *jt);
 int  dp_jtree_find(const dp_jtree *jt, const uint32_t *attrs, uint32_t k);
 /* Beliefs from the log-potentials (sum-product, two passes, normalised). */
 int  dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes);
+/* Iterative proportional fitting without recalibrating the whole tree
+ * (Jiroušek & Přeučil 1995): dp_jtree_move_focus makes clique q's belief
+ * current by passing the pending change from the focus along the tree path
+ * to q — at each edge x → y with separator S, belief_y ·= P_x(S) / P_y(S),
+ * exact because every change since y was last current lies on x's side of
+ * the edge — and dp_jtree_scale multiplies the focus clique's belief by
+ * ratio (over a subset of its attributes) and renormalises.  Beliefs off the
+ * path are stale afterwards: only the focus clique may be read until
+ * dp_jtree_calibrate.  q ≥ n_cliques is DP_ERANGE. */
+int  dp_jtree_move_focus(dp_jtree *jt, const uint32_t *sizes, uint32_t q);
+int  dp_jtree_scale(dp_jtree *jt, const uint32_t *sizes, uint32_t q, const dp_factor *ratio);
 /* The marginal distribution of attrs[0..k) (k <= 2 across cliques; any k
  * inside one clique), into out (cells of the attributes, ascending order). */
 int  dp_jtree_marginal(const dp_jtree *jt, const uint32_t *sizes, const uint32_t *attrs, uint32_t k, double *out);

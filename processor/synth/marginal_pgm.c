@@ -385,47 +385,43 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
     int *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx)
         return DP_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        int rc = factor_of(m, ms[i].w, &idx[i]);
-        if (rc != DP_OK) {
-            free(idx);
-            return rc;
-        }
-    }
-    double *mu = NULL;
-    uint64_t cap = 0;
-    for (uint32_t it = 0; it < iterations; it++)
-        for (size_t i = 0; i < n; i++) {
+    int rc = DP_OK;
+    for (size_t i = 0; i < n && rc == DP_OK; i++)
+        rc = factor_of(m, ms[i].w, &idx[i]);
+    /* One calibration, then each update moves the tree's focus to the
+     * measurement's clique and scales that clique's belief by the same
+     * ratio its factor gets (dp_jtree_scale): the marginals the cycle reads
+     * are those a full calibration would give, up to rounding.  The model
+     * released is calibrated afresh from the summed potentials below, as a
+     * restored model is (sum_logpot). */
+    if (rc == DP_OK)
+        rc = calibrate(m);
+    for (uint32_t it = 0; it < iterations && rc == DP_OK; it++)
+        for (size_t i = 0; i < n && rc == DP_OK; i++) {
             if (idx[i] < 0)
                 continue;
             const dp_marginal_workload *w = ms[i].w;
-            if (w->cells > cap) {
-                free(mu);
-                cap = w->cells;
-                if (!(mu = malloc(cap * sizeof *mu))) {
-                    free(idx);
-                    return DP_ENOMEM;
+            uint32_t q = (uint32_t)m->home[idx[i]];
+            dp_factor ratio;
+            if ((rc = dp_factor_init(&ratio, w->attrs, w->k, m->cfg->sizes)) != DP_OK)
+                break;
+            if ((rc = dp_jtree_move_focus(&m->jt, m->cfg->sizes, q)) == DP_OK) {
+                dp_factor_sum_into(&m->jt.belief[q], &ratio, m->cfg->sizes);   /* μ_C / N */
+                for (uint64_t c = 0; c < w->cells; c++) {
+                    double y = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
+                    double d = log((y + 0.5) / (ratio.v[c] * scale + 0.5));
+                    d = d > 30 ? 30 : d < -30 ? -30 : d;
+                    m->theta[idx[i]].v[c] += d;
+                    ratio.v[c] = exp(d);
                 }
+                sum_logpot(m, (int32_t)q);
+                invalidate(m);
+                rc = dp_jtree_scale(&m->jt, m->cfg->sizes, q, &ratio);
             }
-            int rc = calibrate(m);
-            if (rc == DP_OK)
-                rc = dp_jtree_marginal(&m->jt, m->cfg->sizes, w->attrs, w->k, mu);
-            if (rc != DP_OK) {
-                free(mu);
-                free(idx);
-                return rc;
-            }
-            for (uint64_t c = 0; c < w->cells; c++) {
-                double y = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
-                double d = log((y + 0.5) / (mu[c] * scale + 0.5));
-                m->theta[idx[i]].v[c] += d > 30 ? 30 : d < -30 ? -30 : d;
-            }
-            sum_logpot(m, m->home[idx[i]]);
-            invalidate(m);
+            dp_factor_free(&ratio);
         }
-    free(mu);
     free(idx);
-    return calibrate(m);
+    return rc == DP_OK ? calibrate(m) : rc;
 }
 
 static int pgm_average(dp_mmodel *acc, const dp_mmodel *h, uint32_t l)
