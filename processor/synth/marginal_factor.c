@@ -133,6 +133,12 @@ static void memo_clear(dp_jtree *jt)
     jt->n_memo = 0;
 }
 
+void dp_jtree_beliefs_replaced(dp_jtree *jt, int32_t focus)
+{
+    memo_clear(jt);
+    jt->focus = focus;
+}
+
 void dp_jtree_free(dp_jtree *jt)
 {
     if (!jt)

@@ -66,6 +66,9 @@ int  dp_jtree_build(dp_jtree *jt, uint32_t n_attrs, const uint32_t *sizes, uint3
 void dp_jtree_free(dp_jtree *jt);
 /* The clique holding every attribute of attrs[0..k), or -1. */
 int  dp_jtree_find(const dp_jtree *jt, const uint32_t *attrs, uint32_t k);
+/* The beliefs were overwritten from outside (a copy of another tree's):
+ * drop the conditionals memoised from the old ones. */
+void dp_jtree_beliefs_replaced(dp_jtree *jt, int32_t focus);
 /* Beliefs from the log-potentials (sum-product, two passes, normalised). */
 int  dp_jtree_calibrate(dp_jtree *jt, const uint32_t *sizes);
 /* Iterative proportional fitting without recalibrating the whole tree

@@ -194,7 +194,10 @@ static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
 {
     if (same_structure(dst, src)) {
         /* the common case (h = g each step, g = h at its end): same cliques,
-         * so the same junction tree — copy values, keep the calibration */
+         * so the same junction tree — copy values, keep the calibration, and
+         * forget dst's memoised conditionals: they were its old beliefs'
+         * (kept, every pair query across cliques on g after g = h mixed
+         * g_{t-1}'s conditionals into g_t's marginals) */
         for (uint32_t i = 0; i < src->n_factors; i++)
             copy_values(&dst->theta[i], &src->theta[i]);
         for (uint32_t i = 0; i < src->jt.n_cliques; i++) {
@@ -202,6 +205,7 @@ static int pgm_copy(dp_mmodel *dst, const dp_mmodel *src)
             copy_values(&dst->jt.belief[i], &src->jt.belief[i]);
             copy_values(&dst->jt.up[i], &src->jt.up[i]);
         }
+        dp_jtree_beliefs_replaced(&dst->jt, src->jt.focus);
         dst->calibrated = src->calibrated;
         dst->total = src->total;
         memcpy(dst->wvalid, src->wvalid, src->cfg->n_workloads);

@@ -12,6 +12,8 @@
  *     marginals run, and each fitted clique matches its measurement;
  *   * all pairs of one attribute in one traversal equal the pair-by-pair
  *     queries bit for bit;
+ *   * a copy answers pair queries like its source (nothing memoised from
+ *     the copy's old values survives);
  *   * the fit's incremental updates (dp_jtree_move_focus / dp_jtree_scale)
  *     give the focus clique the belief a full calibration would. */
 #include "dptest.h"
@@ -591,6 +593,52 @@ static void test_focus_updates_match_calibration(void)
     dp_jtree_free(&ref);
 }
 
+/* A copy onto a model of the same structure (g = h at a step's end) must
+ * answer like its source: a pair across cliques on the copy equals the
+ * source's, bit for bit, although the copy had answered it before from its
+ * old values (the junction tree memoises conditionals; a copy that kept
+ * them answered with the old model's — differences of order 0.1 here). */
+static void test_copy_forgets_old_conditionals(void)
+{
+    static const uint32_t chain[3][2] = {{0, 1}, {1, 2}, {2, 3}};
+    json_t *j;
+    dp_marginal_config c;
+    char err[256];
+    double meas[6][16], other[6][16];
+    dp_mmeasure ms[3], ms2[3];
+    small_measurements(&j, &c, meas, chain, 3, ms);
+    for (size_t i = 0; i < 3; i++) {   /* a second, different set on the same cliques */
+        size_t w = (size_t)(ms[i].w - c.workloads);
+        for (uint64_t k = 0; k < ms[i].w->cells; k++)
+            other[w][k] = meas[w][(k + 1) % ms[i].w->cells] + (double)(k % 4) * 3;
+        ms2[i] = (dp_mmeasure){ms[i].w, other[w], 1};
+    }
+    dp_mmodel *src, *dst;
+    CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&src, &c, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&dst, &c, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_mmodel_pgm.fit(src, ms, 3, 400, 10), DP_OK);
+    CU_ASSERT_EQUAL(dp_mmodel_pgm.fit(dst, ms2, 3, 400, 10), DP_OK);
+    const dp_marginal_workload *ad = &c.workloads[workload_index(&c, 0, 3)];
+    double before[16], got[16], want[16];
+    CU_ASSERT_EQUAL(dp_mmodel_pgm.marginal(dst, ad, before), DP_OK);   /* dst memoises its conditionals */
+    CU_ASSERT_EQUAL(dp_mmodel_pgm.copy(dst, src), DP_OK);
+    CU_ASSERT_EQUAL(dp_mmodel_pgm.marginal(dst, ad, got), DP_OK);
+    CU_ASSERT_EQUAL(dp_mmodel_pgm.marginal(src, ad, want), DP_OK);
+    double worst = 0, moved = 0;
+    for (uint64_t k = 0; k < ad->cells; k++) {
+        worst = fmax(worst, fabs(got[k] - want[k]));
+        moved = fmax(moved, fabs(before[k] - want[k]));
+    }
+    CU_ASSERT(moved > 1);   /* the two models differ on the pair */
+    CU_ASSERT(memcmp(got, want, ad->cells * sizeof *got) == 0);
+    if (worst > 0)
+        printf("\n  copy answers the pair off by %g (the models differ by %g)\n", worst, moved);
+    dp_mmodel_pgm.destroy(src);
+    dp_mmodel_pgm.destroy(dst);
+    dp_marginal_config_free(&c);
+    json_decref(j);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
@@ -605,6 +653,8 @@ int main(void)
         {"calibration stays finite when separator values are denormal", test_calibrate_denormal_separators},
         {"calibration is exact when two cliques' potentials drift apart by ±2000 on a shared attribute",
          test_calibrate_drifted_potentials},
+        {"a copy onto a model of the same cliques answers like its source (no old conditionals)",
+         test_copy_forgets_old_conditionals},
         {"IPF's incremental focus updates give the belief a full calibration gives", test_focus_updates_match_calibration},
         {NULL, NULL},
     };
