@@ -132,6 +132,7 @@ static void marginal_release_destroy(dp_release_half *rel)
     free(m->G);
     free(m->d);
     free(m->base);
+    free(m->base_ok);
     free(m->q);
     free(m->mvals);
     free(m->util);
@@ -238,6 +239,7 @@ static int marginal_release_create(dp_release_half **out, const json_t *config, 
     m->wl = calloc(nw, sizeof *m->wl);
     m->d = malloc(c->total_cells * sizeof *m->d);
     m->base = malloc(c->total_cells * sizeof *m->base);
+    m->base_ok = calloc(nw, 1);
     m->q = malloc(m->wmax * sizeof *m->q);
     m->mvals = malloc(K * m->wmax * sizeof *m->mvals);
     m->util = malloc(nw * sizeof *m->util);
@@ -248,7 +250,7 @@ static int marginal_release_create(dp_release_half **out, const json_t *config, 
     m->sel_names = malloc(K * sizeof *m->sel_names);
     m->debias = malloc((8 + 2 * K) * sizeof *m->debias);
     m->row_buf = malloc(c->n_attrs * sizeof *m->row_buf);
-    if (!m->wl || !m->d || !m->base || !m->q || !m->mvals || !m->util || !m->cand || !m->sel || !m->sel_sd ||
+    if (!m->wl || !m->d || !m->base || !m->base_ok || !m->q || !m->mvals || !m->util || !m->cand || !m->sel || !m->sel_sd ||
         !m->ms || !m->sel_names || !m->debias || !m->row_buf)
         goto nomem;
     for (size_t i = 0; i < nw; i++)
@@ -341,6 +343,24 @@ static void step_drbg(const marginal_release *m, dp_drbg *g, uint64_t step, cons
  * depends only on the earlier selections (private outputs) and the public
  * max_model_cells — post-processing; Δu is unchanged.  Only if none is
  * admitted are all unselected workloads candidates (as before). */
+/* Alg. 3's base for workload i, W(g_{t-1}) + W(∇f_t), computed the first
+ * time a selection of the step needs it: only candidates are scored, and
+ * with fit pgm a workload outside the model's cliques costs a pair query
+ * through the junction tree (all of them were most of a step). */
+static int smf_base(marginal_release *m, size_t i)
+{
+    if (m->base_ok[i])
+        return DP_OK;
+    const dp_marginal_workload *w = &m->cfg.workloads[i];
+    int rc = m->mops->marginal(m->g, w, m->base + w->offset);
+    if (rc != DP_OK)
+        return rc;
+    for (uint64_t k = 0; k < w->cells; k++)
+        m->base[w->offset + k] += (double)m->d[w->offset + k];
+    m->base_ok[i] = 1;
+    return DP_OK;
+}
+
 static int select_workload(marginal_release *m, uint64_t step, size_t l, const double *base_or_d, int smf,
                            size_t *chosen, char *errstr, size_t errstr_size)
 {
@@ -353,7 +373,9 @@ static int select_workload(marginal_release *m, uint64_t step, size_t l, const d
         if (taken_now(m, l, i) || (filter && !m->mops->admits(m->h, &c->workloads[i])))
             continue;
         const dp_marginal_workload *w = &c->workloads[i];
-        int rc = m->mops->marginal(m->h, w, m->q);
+        int rc = smf ? smf_base(m, i) : DP_OK;
+        if (rc == DP_OK)
+            rc = m->mops->marginal(m->h, w, m->q);
         if (rc != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": computing W(h)");
         double bias = smf ? sqrt(2.0 / M_PI) * counter_sd_next(m, i) : 0;
@@ -386,7 +408,13 @@ static int measure_counters(marginal_release *m, uint64_t step, size_t j, double
 {
     const dp_marginal_workload *w = &m->cfg.workloads[j];
     wl_state *s = &m->wl[j];
-    int rc = dp_marginal_ensure_counters(m, j, errstr, errstr_size);
+    int rc = DP_OK;
+    if (s->r_pending) {   /* before the counters move: r = W(g_{t-1}) − C_W(t-1) */
+        if ((rc = dp_marginal_r_of(m, j, s->r)) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": computing W(g) for r(t, W) of workload %zu", j);
+        s->r_pending = 0;
+    }
+    rc = dp_marginal_ensure_counters(m, j, errstr, errstr_size);
     if (rc == DP_OK)
         rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
     if (rc != DP_OK)
@@ -440,13 +468,7 @@ static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t err
 {
     const dp_marginal_config *c = &m->cfg;
     int rc;
-    for (size_t i = 0; i < c->n_workloads; i++) {
-        const dp_marginal_workload *w = &c->workloads[i];
-        if ((rc = m->mops->marginal(m->g, w, m->base + w->offset)) != DP_OK)
-            return dp_err(errstr, errstr_size, rc, NAME ": computing W(g)");
-        for (uint64_t k = 0; k < w->cells; k++)
-            m->base[w->offset + k] += (double)m->d[w->offset + k];
-    }
+    memset(m->base_ok, 0, c->n_workloads);
     m->mops->copy(m->h, m->g);
     double totals = 0;
     for (size_t l = 0; l < c->selections; l++) {
@@ -469,20 +491,20 @@ static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t err
             return dp_err(errstr, errstr_size, rc, NAME ": fit");
     }
     m->mops->copy(m->g, m->avg);
-    /* r(t, W) = W(g_t) − C_W(t) for the workloads not selected now. */
+    /* r(t, W) = W(g_t) − C_W(t) for the workloads not selected now — only
+     * marked: W is read again only if it is selected, and g_t stays the
+     * model until then or until the next unselected step moves the mark to
+     * g_{t+1}; computing all of them here was a full sweep of pair queries
+     * every step (a third of a pgm step on full Adult), for a few used.
+     * The values are the same bits either way (dp_marginal_r_of). */
     for (size_t i = 0; i < c->n_workloads; i++) {
         int taken = 0;
         for (size_t l = 0; l < c->selections; l++)
             taken |= m->sel[l] == i;
         if (taken)
             continue;
-        wl_state *s = &m->wl[i];
-        if ((rc = m->mops->marginal(m->g, &c->workloads[i], s->r)) != DP_OK)
-            return dp_err(errstr, errstr_size, rc, NAME ": computing W(g) for r(t, W) of workload %zu", i);
-        if (s->c_last)
-            for (uint64_t k = 0; k < c->workloads[i].cells; k++)
-                s->r[k] -= (double)s->c_last[k];
-        s->anchor = s->selected;
+        m->wl[i].r_pending = 1;
+        m->wl[i].anchor = m->wl[i].selected;
     }
     m->last_total = m->mops->total(m->g);
     return DP_OK;

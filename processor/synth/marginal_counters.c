@@ -1,13 +1,15 @@
 /* marginal_counters.c — a workload's per-cell continual counters, made the
  * first time the workload is selected (by a step, or by a restore of a
  * stream that had selected it).  Each counter has its own noise label
- * (workload, cell), so creating them lazily shifts no other draw. */
+ * (workload, cell), so creating them lazily shifts no other draw.  And the
+ * offset r(t, W) that anchors the counters on an earlier release (§6.2). */
 #include "synth/marginal_release.h"
 
 #include "core/dp_error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 
 int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size)
@@ -28,5 +30,23 @@ int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, siz
         if (rc != DP_OK)
             return rc;
     }
+    return DP_OK;
+}
+
+int dp_marginal_r_of(const marginal_release *m, size_t i, double *out)
+{
+    const wl_state *s = &m->wl[i];
+    const dp_marginal_workload *w = &m->cfg.workloads[i];
+    if (!s->r_pending) {
+        if (out != s->r)
+            memcpy(out, s->r, w->cells * sizeof *out);
+        return DP_OK;
+    }
+    int rc = m->mops->marginal(m->g, w, out);
+    if (rc != DP_OK)
+        return rc;
+    if (s->c_last)
+        for (uint64_t k = 0; k < w->cells; k++)
+            out[k] -= (double)s->c_last[k];
     return DP_OK;
 }

@@ -19,7 +19,8 @@
 typedef struct wl_state {
     dp_counter **cnt;        /* one counter per cell; NULL until first selected */
     int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
-    double      *r;          /* r(t, W) */
+    double      *r;          /* r(t, W), unless r_pending */
+    uint8_t      r_pending;  /* r(t, W) = W(g) − C_W(t) with the current g, not yet computed (see marginal.c) */
     uint64_t     selected;   /* steps at which W was selected = counter steps */
     uint64_t     anchor;     /* counter steps when r(t, W) was last set: m = W(g_τ) + C(now) − C(anchor) */
 } wl_state;
@@ -55,7 +56,8 @@ typedef struct marginal_release {
     int                  clamped;      /* the last release was cut at max_release_rows */
     /* scratch */
     int64_t             *d;           /* W(∇f_t), all workloads' cells */
-    double              *base;        /* W(g_{t-1}) + W(∇f_t) */
+    double              *base;        /* W(g_{t-1}) + W(∇f_t) (select_measure_fit: where base_ok) */
+    uint8_t             *base_ok;     /* per workload: its base is computed for this step */
     double              *q;           /* one workload's W(h) */
     double              *mvals;       /* K measurements, K × max cells */
     int64_t             *util;
@@ -73,6 +75,8 @@ typedef struct marginal_release {
 
 /* Workload i's per-cell counters, created the first time it is selected. */
 int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size);
+/* r(t, W) of workload i into out (its cells): the stored one, or W(g) − C_W(t) if pending. */
+int dp_marginal_r_of(const marginal_release *m, size_t i, double *out);
 
 /* mwem + pgm's g_t, the sum of the steps' models (marginal_mixture.c). */
 int    dp_marginal_mixture_add(marginal_release *m, const dp_mmodel *part);

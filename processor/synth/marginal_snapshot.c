@@ -9,6 +9,7 @@
 #include "core/dp_error.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
 {
@@ -45,8 +46,19 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
         dp_buf_put_u64(b, w->selected);
         dp_buf_put_u64(b, w->anchor);
         dp_buf_put_u8(b, w->cnt != NULL);
+        /* a pending r(t, W) is written as computed: the bytes (and a
+         * restored stream) are those of a release that computed it eagerly */
+        double *rv = w->r;
+        if (w->r_pending && !(rv = malloc(c->workloads[i].cells * sizeof *rv)))
+            return DP_ENOMEM;
+        if (w->r_pending && (rc = dp_marginal_r_of(m, i, rv)) != DP_OK) {
+            free(rv);
+            return rc;
+        }
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
-            dp_buf_put_f64(b, w->r[k]);
+            dp_buf_put_f64(b, rv[k]);
+        if (rv != w->r)
+            free(rv);
         if (!w->cnt)
             continue;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
@@ -106,6 +118,7 @@ int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
         if (dp_reader_status(r) != DP_OK || w->selected > m->done || w->anchor > w->selected || has > 1 ||
             (has != (w->selected > 0)))
             return DP_ECORRUPT;
+        w->r_pending = 0;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
             if (!isfinite(w->r[k] = dp_reader_f64(r)))
                 return DP_ECORRUPT;
