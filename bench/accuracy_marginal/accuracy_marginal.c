@@ -10,6 +10,7 @@
  *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
  *                           [--first-key 0]
  *                           [--counter simple|block|tree|hybrid|…]
+ *                           [--max-model-cells N (fit pgm's cap; default the config's 2^20)]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
  * synthesizer runs in-process behind synth.h (the code `dpstream` runs);
@@ -118,6 +119,7 @@ static metrics compare(const pairs *q, const double *truth, const double *syn, d
 
 static FILE *TRACE;   /* --trace */
 static const char *COUNTER = "simple";   /* --counter: every workload cell's counter kind (the paper's default) */
+static long long MAX_MODEL_CELLS = 0;    /* --max-model-cells: the pgm model's size cap (0: the config default) */
 
 typedef struct eval_sink {
     const pairs *q;
@@ -277,6 +279,8 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
                             "counter", COUNTER, "method", method, "fit", fit, "fit_iterations", iters);
     if (aggregate)
         json_object_set_new(cfg, "aggregate", json_string(aggregate));
+    if (MAX_MODEL_CELLS > 0)
+        json_object_set_new(cfg, "max_model_cells", json_integer(MAX_MODEL_CELLS));
     dp_key key;
     for (int i = 0; i < DP_KEY_BYTES; i++)
         key.bytes[i] = (uint8_t)(i * 7 + 13 * key_i + 1);
@@ -374,6 +378,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--last")) last = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit")) fit = argv[i + 1];
         else if (!strcmp(argv[i], "--counter")) COUNTER = argv[i + 1];
+        else if (!strcmp(argv[i], "--max-model-cells")) MAX_MODEL_CELLS = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--aggregate")) aggregate = argv[i + 1];
         else if (!strcmp(argv[i], "--fit-iterations")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-steps")) max_steps = strtoull(argv[i + 1], NULL, 10);

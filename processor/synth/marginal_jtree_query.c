@@ -82,7 +82,9 @@ static int product_onto(const dp_factor *a, const dp_factor *b, const uint32_t *
 }
 
 /* P(attrs(sub2) | attrs(sub1)) from clique K's belief: marg(K → sub1 ∪ sub2) / marg(K → sub1),
- * computed once per calibration (jt->memo) and copied into *out. */
+ * computed once per calibration (jt->memo).  *out is the memo's table
+ * itself (a shallow copy, not to be freed): its values live until the
+ * beliefs change, though the memo's array of entries may move. */
 static int conditional_uncached(const dp_jtree *jt, uint32_t K, const uint32_t *given, uint32_t kg,
                                 const uint32_t *also, uint32_t ka, const uint32_t *sizes, dp_factor *out);
 
@@ -120,11 +122,8 @@ static int conditional(const dp_jtree *cjt, uint32_t K, const uint32_t *given, u
         jt->memo_key[jt->n_memo][2] = am;
         hit = jt->n_memo++;
     }
-    const dp_factor *src = &jt->memo[hit];
-    int rc = dp_factor_init(out, src->attrs, src->k, sizes);
-    if (rc == DP_OK)
-        memcpy(out->v, src->v, src->cells * sizeof *src->v);
-    return rc;
+    *out = jt->memo[hit];
+    return DP_OK;
 }
 
 static int conditional_uncached(const dp_jtree *jt, uint32_t K, const uint32_t *given, uint32_t kg,
@@ -247,9 +246,7 @@ static int carry(const pairs_walk *w, uint32_t K, const dp_factor *phi, const ui
     if (!a_in)
         keep[kk++] = w->a;
     sort_attrs(keep, kk);
-    rc = product_onto(phi, &cond, keep, kk, w->sizes, out);
-    dp_factor_free(&cond);
-    return rc;
+    return product_onto(phi, &cond, keep, kk, w->sizes, out);
 }
 
 static int emit_pair(const pairs_walk *w, uint32_t b, const dp_factor *phi)
@@ -345,10 +342,8 @@ int dp_jtree_pairs_of(const dp_jtree *jt, const uint32_t *sizes, uint32_t a, con
                 s[ks++] = sh[i];
         sort_attrs(s, ks);
         dp_factor phi;
-        if ((rc = conditional(jt, (uint32_t)ka, NULL, 0, s, ks, sizes, &phi)) == DP_OK) {
+        if ((rc = conditional(jt, (uint32_t)ka, NULL, 0, s, ks, sizes, &phi)) == DP_OK)
             rc = walk(&w, N, (uint32_t)ka, &phi);
-            dp_factor_free(&phi);
-        }
     }
     return rc;
 }

@@ -400,6 +400,7 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
      * restored model is (sum_logpot). */
     if (rc == DP_OK)
         rc = calibrate(m);
+    uint8_t dirty[64] = {0};   /* cliques whose factors changed (≤ 64: one per attribute at most) */
     for (uint32_t it = 0; it < iterations && rc == DP_OK; it++)
         for (size_t i = 0; i < n && rc == DP_OK; i++) {
             if (idx[i] < 0)
@@ -418,12 +419,17 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
                     m->theta[idx[i]].v[c] += d;
                     ratio.v[c] = exp(d);
                 }
-                sum_logpot(m, (int32_t)q);
+                dirty[q] = 1;
                 invalidate(m);
                 rc = dp_jtree_scale(&m->jt, m->cfg->sizes, q, &ratio);
             }
             dp_factor_free(&ratio);
         }
+    /* the cycle reads beliefs only: the cliques' summed potentials are
+     * brought up to date once, for the final calibration */
+    for (uint32_t q = 0; q < m->jt.n_cliques; q++)
+        if (dirty[q])
+            sum_logpot(m, (int32_t)q);
     free(idx);
     return rc == DP_OK ? calibrate(m) : rc;
 }
