@@ -335,14 +335,6 @@ static void step_drbg(const marginal_release *m, dp_drbg *g, uint64_t step, cons
     dp_drbg_init(g, m->key, m->stream_id, m->stream_id_len, step, label);
 }
 
-/* Select one unselected workload (exponential mechanism) against h; charges first.
- * The candidates are the unselected workloads whose measurement the fit can
- * use: a pgm model whose junction tree is full leaves a new clique out of
- * the fit (marginal_pgm.c), and a selection of it would spend a step's
- * 1/(2K) of the budget twice on nothing.  Which workloads the model admits
- * depends only on the earlier selections (private outputs) and the public
- * max_model_cells — post-processing; Δu is unchanged.  Only if none is
- * admitted are all unselected workloads candidates (as before). */
 /* Alg. 3's base for workload i, W(g_{t-1}) + W(∇f_t), computed the first
  * time a selection of the step needs it: only candidates are scored, and
  * with fit pgm a workload outside the model's cliques costs a pair query
@@ -361,6 +353,14 @@ static int smf_base(marginal_release *m, size_t i)
     return DP_OK;
 }
 
+/* Select one unselected workload (exponential mechanism) against h; charges first.
+ * The candidates are the unselected workloads whose measurement the fit can
+ * use: a pgm model whose junction tree is full leaves a new clique out of
+ * the fit (marginal_pgm.c), and a selection of it would spend a step's
+ * 1/(2K) of the budget twice on nothing.  Which workloads the model admits
+ * depends only on the earlier selections (private outputs) and the public
+ * max_model_cells — post-processing; Δu is unchanged.  Only if none is
+ * admitted are all unselected workloads candidates (as before). */
 static int select_workload(marginal_release *m, uint64_t step, size_t l, const double *base_or_d, int smf,
                            size_t *chosen, char *errstr, size_t errstr_size)
 {
@@ -408,13 +408,13 @@ static int measure_counters(marginal_release *m, uint64_t step, size_t j, double
 {
     const dp_marginal_workload *w = &m->cfg.workloads[j];
     wl_state *s = &m->wl[j];
-    int rc = DP_OK;
     if (s->r_pending) {   /* before the counters move: r = W(g_{t-1}) − C_W(t-1) */
-        if ((rc = dp_marginal_r_of(m, j, s->r)) != DP_OK)
+        int rc = dp_marginal_r_from_g(m, j, s->r);
+        if (rc != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": computing W(g) for r(t, W) of workload %zu", j);
         s->r_pending = 0;
     }
-    rc = dp_marginal_ensure_counters(m, j, errstr, errstr_size);
+    int rc = dp_marginal_ensure_counters(m, j, errstr, errstr_size);
     if (rc == DP_OK)
         rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
     if (rc != DP_OK)
@@ -496,7 +496,7 @@ static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t err
      * model until then or until the next unselected step moves the mark to
      * g_{t+1}; computing all of them here was a full sweep of pair queries
      * every step (a third of a pgm step on full Adult), for a few used.
-     * The values are the same bits either way (dp_marginal_r_of). */
+     * The values are the same bits either way (dp_marginal_r_from_g). */
     for (size_t i = 0; i < c->n_workloads; i++) {
         int taken = 0;
         for (size_t l = 0; l < c->selections; l++)

@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 
 int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size)
@@ -33,15 +32,10 @@ int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, siz
     return DP_OK;
 }
 
-int dp_marginal_r_of(const marginal_release *m, size_t i, double *out)
+int dp_marginal_r_from_g(const marginal_release *m, size_t i, double *out)
 {
     const wl_state *s = &m->wl[i];
     const dp_marginal_workload *w = &m->cfg.workloads[i];
-    if (!s->r_pending) {
-        if (out != s->r)
-            memcpy(out, s->r, w->cells * sizeof *out);
-        return DP_OK;
-    }
     int rc = m->mops->marginal(m->g, w, out);
     if (rc != DP_OK)
         return rc;

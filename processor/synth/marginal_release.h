@@ -75,8 +75,8 @@ typedef struct marginal_release {
 
 /* Workload i's per-cell counters, created the first time it is selected. */
 int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size);
-/* r(t, W) of workload i into out (its cells): the stored one, or W(g) − C_W(t) if pending. */
-int dp_marginal_r_of(const marginal_release *m, size_t i, double *out);
+/* A pending r(t, W) of workload i into out (its cells): W(g) − C_W(t), g the current model. */
+int dp_marginal_r_from_g(const marginal_release *m, size_t i, double *out);
 
 /* mwem + pgm's g_t, the sum of the steps' models (marginal_mixture.c). */
 int    dp_marginal_mixture_add(marginal_release *m, const dp_mmodel *part);

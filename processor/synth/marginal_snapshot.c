@@ -48,17 +48,19 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
         dp_buf_put_u8(b, w->cnt != NULL);
         /* a pending r(t, W) is written as computed: the bytes (and a
          * restored stream) are those of a release that computed it eagerly */
-        double *rv = w->r;
-        if (w->r_pending && !(rv = malloc(c->workloads[i].cells * sizeof *rv)))
-            return DP_ENOMEM;
-        if (w->r_pending && (rc = dp_marginal_r_of(m, i, rv)) != DP_OK) {
-            free(rv);
-            return rc;
+        double *computed = NULL;
+        if (w->r_pending) {
+            if (!(computed = malloc(c->workloads[i].cells * sizeof *computed)))
+                return DP_ENOMEM;
+            if ((rc = dp_marginal_r_from_g(m, i, computed)) != DP_OK) {
+                free(computed);
+                return rc;
+            }
         }
+        const double *rv = computed ? computed : w->r;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
             dp_buf_put_f64(b, rv[k]);
-        if (rv != w->r)
-            free(rv);
+        free(computed);
         if (!w->cnt)
             continue;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
