@@ -138,7 +138,8 @@ def main():
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/dpstream/adult"))
     ap.add_argument("--no-fetch", action="store_true")
     ap.add_argument("--epsilon", type=float, default=1.0)
-    ap.add_argument("--selections", type=int, default=2)
+    ap.add_argument("--selections", type=int, default=None,
+                    help="selections_per_step K (default: left out, so the synthesizer's default applies)")
     a = ap.parse_args()
     attrs = ORDER if not a.attributes else [x for x in ORDER if x in a.attributes.split(",")]
     if a.attributes and len(attrs) != len(a.attributes.split(",")):
@@ -173,10 +174,11 @@ def main():
     with open(os.path.join(a.out, "attributes.json"), "w") as f:
         json.dump(attributes, f)
     def route(match, horizon):
-        return {"match": match, "synthesizer": "marginal",
-                "config": {"attributes": attributes, "workloads": "all_2way", "horizon": horizon,
-                           "epsilon": a.epsilon, "selections_per_step": a.selections, "counter": "simple",
-                           "method": "select_measure_fit", "fit": "auto"}}
+        config = {"attributes": attributes, "workloads": "all_2way", "horizon": horizon, "epsilon": a.epsilon,
+                  "counter": "simple", "method": "select_measure_fit", "fit": "auto"}
+        if a.selections is not None:
+            config["selections_per_step"] = a.selections
+        return {"match": match, "synthesizer": "marginal", "config": config}
     cfg = {"topics": {"prefix": "adult"}, "streams": [route(n, -(-len(rows) // bs)) for n, _, bs in streams]}
     with open(os.path.join(a.out, "dpstream.json"), "w") as f:
         json.dump(cfg, f, indent=1)

@@ -6,7 +6,7 @@
  *   workloads           "all_2way" (default) | "all_3way" | [["a", "b"], …] (1..3 names each)
  *   horizon             T, the number of steps (required, 1..2^20)
  *   epsilon | rho       the budget: pure ε-DP (discrete Laplace) or ρ-zCDP (discrete Gaussian)
- *   selections_per_step K (default 1, at most the number of workloads)
+ *   selections_per_step K (default 4 or the number of workloads if fewer; at most that number)
  *   counter             a counter kind name or {"kind", "block", "buffers"} (default "simple")
  *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2)
  *   fit                 "mw" | "pgm" | "auto" (default: mw when the domain has <= 2^22 cells)
@@ -36,6 +36,7 @@
 #define DP_MARGINAL_MAX_HORIZON (1u << 20)
 #define DP_MARGINAL_MW_MAX_CELLS ((uint64_t)1 << 22)
 #define DP_MARGINAL_MAX_WORKLOAD_CELLS ((uint64_t)1 << 24)
+#define DP_MARGINAL_DEFAULT_SELECTIONS 4u   /* K when the config omits it (see marginal_config.c) */
 
 typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1 } dp_marginal_method;
 typedef enum dp_marginal_fit { DP_MARGINAL_FIT_MW = 0, DP_MARGINAL_FIT_PGM = 1 } dp_marginal_fit;

@@ -139,6 +139,29 @@ static void test_config_errors(void)
                    "\"0\",\"1\"]}], \"horizon\": 4, \"epsilon\": 1, \"workloads\": \"all_3way\"}", "at least 3");
 }
 
+/* K when the config omits selections_per_step: 4, or every workload when there are fewer. */
+static void test_default_selections(void)
+{
+    static const struct { int attrs; uint32_t workloads, k; } CASES[] = {{2, 1, 1}, {3, 3, 3}, {4, 6, 4}, {6, 15, 4}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char text[1024] = "{\"attributes\": [";
+        for (int a = 0; a < CASES[i].attrs; a++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%s{\"name\": \"a%d\", \"categories\": [\"0\",\"1\"]}",
+                     a ? ", " : "", a);
+        snprintf(text + strlen(text), sizeof text - strlen(text), "], \"horizon\": 4, \"epsilon\": 1}");
+        json_error_t e;
+        json_t *j = json_loads(text, 0, &e);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        dp_marginal_config c;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
+        CU_ASSERT_EQUAL(c.n_workloads, CASES[i].workloads);
+        CU_ASSERT_EQUAL(c.selections, CASES[i].k);
+        dp_marginal_config_free(&c);
+        json_decref(j);
+    }
+}
+
 /* ΔU: random neighbouring bases (one cell ±1), utility moves by at most ΔU, and
  * by nearly that much when the moved cell dominates (the bound is tight). */
 static void test_utility_sensitivity(void)
@@ -700,6 +723,7 @@ int main(void)
 {
     static const dptest_case cases[] = {
         {"config errors name their JSON path", test_config_errors},
+        {"selections_per_step defaults to 4, or every workload when fewer", test_default_selections},
         {"utility sensitivity is the derived dU, and tight", test_utility_sensitivity},
         {"ledger: the budget per step, exhausted at the horizon (pure and zCDP)", test_ledger_and_horizon},
         {"replay byte-identical, restore continues byte-identically, key matters (smf mw, mwem, smf pgm, last, mwem pgm)",
