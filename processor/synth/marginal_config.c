@@ -180,7 +180,7 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
     /* Default K = 4 (at most the number of workloads), measured (bench/RESULTS.md): on 7 Adult attributes
      * with fit mw, K = 1 / 2 / 4 / 8 gave AvgWE 0.0463 / 0.0196 / 0.0078 / 0.0094; on the full Adult with
      * pgm, K = 4 was the best of 2 / 4 / 8 or within 4 % of it wherever ε·rows a step < 400, except on the
-     * age-sorted streams at ε ≥ 1, where K = 8 was 8–23 % lower (the README's guidance).  A public choice. */
+     * age-sorted streams at ε ≥ 1, where K = 8 was 8–30 % lower (the README's guidance).  A public choice. */
     c->selections = c->n_workloads < DP_MARGINAL_DEFAULT_SELECTIONS ? (uint32_t)c->n_workloads
                                                                     : DP_MARGINAL_DEFAULT_SELECTIONS;
     if ((v = json_object_get(cfg, "selections_per_step"))) {
