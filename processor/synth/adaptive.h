@@ -2,12 +2,14 @@
  * corrected to be DP as ALGORITHMS.md §7) and the w-event baselines BD / BA
  * (Kellaris et al. 2014) behind synth.h.
  *
- * The ingest half (adaptive_ingest.c) keeps every entity's current value;
- * the snapshot at step i is the histogram H_i of those values (an entity
- * that reported once stays in the snapshot with its last value).  Its
- * statistics at close: key = bin, count = H_i[bin] (bins with a zero count
- * left out) — additive over disjoint entity shards.  No scalars: n_i = Σ H_i
- * is private.  The release half (adaptive.c) decides, releases or repeats. */
+ * The ingest half (adaptive_ingest.c) builds the snapshot H_i: under
+ * `snapshot: "step_reports"` (the w-event default) the histogram of the
+ * reports made at step i, under "standing_values" (the user-level default)
+ * that of every entity's current value.  Its statistics at close: key =
+ * bin, count = H_i[bin] (bins with a zero count left out) — additive over
+ * disjoint entity shards.  No scalars: n_i = Σ H_i is private.  The release
+ * half decides, releases or repeats: adaptive.c (user-level DSFT/DSAT,
+ * output, snapshots), adaptive_window.c (every method under w-event). */
 #ifndef DP_ADAPTIVE_H
 #define DP_ADAPTIVE_H
 

@@ -14,7 +14,7 @@
 
 #define NAME "adaptive"
 
-static const char *const KEYS[] = {"synthesizer", "categories", "attributes", "method", "epsilon", "privacy", "w", "horizon",
+static const char *const KEYS[] = {"synthesizer", "categories", "attributes", "method", "epsilon", "privacy", "w", "snapshot", "horizon",
                                    "max_releases", "decision_fraction", "n_min", "threshold", "theta_p",
                                    "delta_sp", "burn_in", "test_fraction", "unsafe_paper_variant", "delta", NULL};
 
@@ -105,6 +105,16 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     } else if (c->w_event) {
         return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": \"privacy\": \"w_event\" needs \"w\"");
     }
+    /* The snapshot: per-step reports by default under w-event, where a
+     * carried-forward value would put one report into every later D_i and
+     * out of the window the unit protects (ALGORITHMS.md §7). */
+    static const char *const SNAPSHOTS[] = {"step_reports", "standing_values", NULL};
+    int standing = !c->w_event;
+    if ((rc = dp_cfg_choice(json_object_get(cfg, "snapshot"), NAME, "snapshot", SNAPSHOTS, &standing, errstr,
+                            errstr_size)))
+        return rc;
+    c->standing = standing;
+    c->sensitivity = c->w_event && c->standing ? 2 : 1;
     /* C: per horizon (user-level) or per window (w-event) */
     uint64_t span = c->w_event ? c->w : c->horizon;
     c->max_releases = span / 10 > 2 ? span / 10 : 2;

@@ -12,6 +12,16 @@
  *                     "w_event" with "w" (any w consecutive steps; Kellaris et al. 2014; bd and
  *                     ba are w-event only, dsat and dsft either)
  *   w                 the window of w_event privacy
+ *   snapshot          what step i's histogram H_i holds (ALGORITHMS.md §7, "what a snapshot is"):
+ *                     "step_reports" — the reports made at step i, nothing carried forward
+ *                     (REPORT only; the w_event default: one report is in exactly one
+ *                     snapshot, Kellaris et al.'s model) | "standing_values" — every entity's
+ *                     current value, a report standing until replaced or deleted (REPORT,
+ *                     INSERT, DELETE; the user default).  Under w_event standing_values is
+ *                     opt-in: one report stands in every later snapshot until replaced, so
+ *                     a value standing k steps costs ceil(k/w)·ε, and dropping a report of
+ *                     an entity that held a value is a replacement (L1 = 2): the release and
+ *                     dissimilarity noise are calibrated for 2.
  *   horizon           N steps (required)
  *   max_releases      C (dsat, dsft): per horizon (user) or per window (w_event); default
  *                     max(2, N/10) or max(2, w/10)
@@ -52,6 +62,9 @@ typedef struct dp_adaptive_config {
     dp_adaptive_method method;
     double             epsilon;
     int                w_event;       /* bd, ba */
+    int                standing;      /* snapshot: standing_values (1) or step_reports (0) */
+    uint32_t           sensitivity;   /* L1 change of one H_i from one neighbouring report: 2 under
+                                         w_event with standing values, else 1 */
     uint32_t           w;
     uint64_t           horizon;
     uint64_t           max_releases;  /* C */

@@ -1,14 +1,24 @@
-/* adaptive_ingest.c — the ingest half of `adaptive` (adaptive.h): each
- * entity's current value and the histogram of those values.  Every update
- * needs an entity; each entity holds at most one value (one tuple per user
- * per snapshot, seed 003 §3) and changes it at most once per step:
- *   REPORT  sets its value for this and later steps
- *   INSERT  adds its tuple (USER_LIMIT if it already holds one)
- *   DELETE  removes it (NOT_PRESENT unless the entity holds exactly that value)
- * a second update of the entity in one step is DUPLICATE_REPORT (the first
- * stands).  Each decision depends on that entity's own history alone
- * (ALGORITHMS.md §1).  A value is a bin: a CATEGORY, or with `attributes` a
- * ROW of indices (mixed radix, the first attribute most significant). */
+/* adaptive_ingest.c — the ingest half of `adaptive` (adaptive.h): the
+ * histogram H_i of step i's snapshot.  Every update needs an entity, and an
+ * entity changes its tuple at most once per step (a second update in one
+ * step is DUPLICATE_REPORT; the first stands).  What H_i holds is the
+ * config's `snapshot` (adaptive_config.h, ALGORITHMS.md §7):
+ *
+ *   step_reports     (the w-event default) the REPORTs made at step i; the
+ *                    map holds only this step's reporters and is emptied at
+ *                    close, so one report is in exactly one snapshot.
+ *                    INSERT and DELETE are WRONG_KIND: nothing stands to
+ *                    delete.
+ *   standing_values  (the user default) every entity's current value, one
+ *                    tuple per user per snapshot (seed 003 §3):
+ *                      REPORT  sets its value for this and later steps
+ *                      INSERT  adds its tuple (USER_LIMIT if it already holds one)
+ *                      DELETE  removes it (NOT_PRESENT unless the entity holds
+ *                              exactly that value)
+ *
+ * Each decision depends on that entity's own history alone (ALGORITHMS.md
+ * §1).  A value is a bin: a CATEGORY, or with `attributes` a ROW of indices
+ * (mixed radix, the first attribute most significant). */
 #include "synth/adaptive.h"
 
 #include "core/bytes_map.h"
@@ -17,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ADAPTIVE_INGEST_MAGIC 0x4e494441u   /* "ADIN" */
+#define ADAPTIVE_INGEST_MAGIC 0x32494441u   /* "ADI2": the snapshot mode is in the header */
 #define MAX_ENTITY_BYTES 1024
 #define VALUE_BITS 20                        /* categories <= 2^16 < 2^19 */
 #define GONE ((uint64_t)1 << 19)              /* the entity's tuple was deleted */
@@ -88,7 +98,8 @@ int dp_adaptive_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_
         *reason = DP_REJECT_LATE;
     else if (u->step > m->open_step)
         *reason = DP_REJECT_FUTURE_STEP;
-    else if ((u->kind != DP_UPDATE_REPORT && u->kind != DP_UPDATE_INSERT && u->kind != DP_UPDATE_DELETE) ||
+    else if ((u->kind != DP_UPDATE_REPORT && (!m->cfg.standing || (u->kind != DP_UPDATE_INSERT &&
+                                                                   u->kind != DP_UPDATE_DELETE))) ||
              (u->payload.kind != DP_PAYLOAD_CATEGORY && u->payload.kind != DP_PAYLOAD_ROW))
         *reason = DP_REJECT_WRONG_KIND;
     else if ((bin = bin_of(&m->cfg, &u->payload)) < 0)
@@ -132,9 +143,15 @@ int dp_adaptive_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
             rc = dp_stats_add(out, b, m->hist[b]);
     if (rc == DP_OK)
         rc = dp_stats_finish(out);
-    if (rc == DP_OK)
-        m->open_step++;
-    return rc;
+    if (rc != DP_OK)
+        return rc;
+    if (!m->cfg.standing) {   /* step_reports: nothing carries into the next snapshot */
+        dp_bytes_map_free(&m->entities);
+        dp_bytes_map_init(&m->entities);
+        memset(m->hist, 0, m->cfg.categories * sizeof *m->hist);
+    }
+    m->open_step++;
+    return DP_OK;
 }
 
 /* --- snapshots: entities in key order; H is recomputed from them ---------------- */
@@ -148,6 +165,7 @@ int dp_adaptive_ingest_save(const dp_ingest_half *in, dp_buf *b)
         return DP_ENOMEM;
     dp_buf_put_u32(b, ADAPTIVE_INGEST_MAGIC);
     dp_buf_put_u32(b, m->cfg.categories);
+    dp_buf_put_u8(b, (uint8_t)m->cfg.standing);
     dp_buf_put_u64(b, m->open_step);
     dp_buf_put_u64(b, n);
     for (size_t i = 0; i < n; i++) {
@@ -161,7 +179,8 @@ int dp_adaptive_ingest_save(const dp_ingest_half *in, dp_buf *b)
 int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
 {
     adaptive_ingest *m = (adaptive_ingest *)in;
-    if (dp_reader_u32(r) != ADAPTIVE_INGEST_MAGIC || dp_reader_u32(r) != m->cfg.categories)
+    if (dp_reader_u32(r) != ADAPTIVE_INGEST_MAGIC || dp_reader_u32(r) != m->cfg.categories ||
+        dp_reader_u8(r) != (uint8_t)m->cfg.standing)
         return DP_ECORRUPT;
     m->open_step = dp_reader_u64(r);
     uint64_t n = dp_reader_u64(r);
@@ -175,8 +194,8 @@ int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
         uint64_t p = dp_reader_u64(r);
         uint64_t value = p & VALUE_MASK, step = p >> VALUE_BITS;
         if (!k || dp_reader_status(r) != DP_OK || len == 0 || len > MAX_ENTITY_BYTES || value >= m->cfg.categories ||
-            step < 1 || step > m->open_step)
-            return DP_ECORRUPT;
+            step < 1 || step > m->open_step || (!m->cfg.standing && (step != m->open_step || (p & GONE))))
+            return DP_ECORRUPT;   /* step_reports hold this step's reports only */
         if (prev && dp_bytes_key_cmp(prev, prev_len, k, len) >= 0)
             return DP_ECORRUPT;   /* strictly increasing keys: one canonical form */
         dp_bytes_map_slot *s = dp_bytes_map_upsert(&m->entities, k, len);

@@ -114,6 +114,9 @@ check(abs(a["noise"]["distance_sensitivity"] - 2 / 30) < 1e-15, "adaptive sensit
 aw = st[5]
 check(aw["composition"] == "w_event" and aw["noise"]["dissimilarity_scale"] == 6 and aw["lookahead"] == 0,
       "adaptive w-event")
+# w-event: per-step snapshots by default (one report, one snapshot), an exact ledger per window of 3 * 2^20 units
+check("only the reports made in its step" in aw["unit"] and aw["noise"]["release_sensitivity"] == 1 and
+      aw["spend"]["budget_units_window"] == 3 * 2 ** 20, f"adaptive w-event unit and ledger: {aw['unit']}")
 # hypercube: no horizon, series bounded by epsilon
 h = st[6]
 check(h["horizon"] is None and h["spend"]["series_sum"] <= 2 and h["noise"]["dims"] == 2, "hypercube")

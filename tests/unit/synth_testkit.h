@@ -35,6 +35,7 @@ typedef struct tk_sink {
     int      b_status;
     char     b_mechanism[48], b_unit[48], b_neighbors[16];
     double   b_spent_step, b_spent_total, b_budget_total, b_delta, b_eps_simple, b_eps_cks;
+    uint64_t b_units_step, b_units_total, b_budget_units;   /* the exact ledger's */
     double   b_noise[8], b_acc[8];
     char     b_noise_keys[8][24], b_acc_keys[8][24];
     size_t   b_n_noise, b_n_acc;
@@ -139,6 +140,9 @@ static inline int tk_budget(void *ctx, const dp_budget_event *e)
     s->b_delta = e->delta;
     s->b_eps_simple = e->eps_simple;
     s->b_eps_cks = e->eps_cks;
+    s->b_units_step = e->spent_units_step;
+    s->b_units_total = e->spent_units_total;
+    s->b_budget_units = e->budget_units;
     return 0;
 }
 

@@ -190,8 +190,11 @@ static void test_release_noise(void)
     json_decref(j);
 }
 
-/* w-event BD, BA, DSAT and DSFT: the spends of any w consecutive steps (the
- * budget events' spent_step) stay within ε — for DSAT/DSFT spent_step counts
+/* w-event BD, BA, DSAT and DSFT: the budget events carry the window's
+ * exact integer ledger (spent_units_total of budget_units, spent_total in
+ * proportion; for BD/BA the sum of the window's spent_units_step); the
+ * spends of any w consecutive steps (the budget events' spent_step) stay
+ * within ε — for DSAT/DSFT spent_step counts
  * each new AboveThreshold instance's ε₁/(C+1) and each release's ε₂/C, and
  * the window's first instance is counted by spent_total; DSAT/DSFT release
  * at most C times in any window; the drifting stream makes all publish
@@ -210,13 +213,25 @@ static void test_window_budget(void)
         tk_sink k;
         tk_sink_init(&k);
         double spent[61] = {0};
+        uint64_t units[61] = {0};
         int pubs = 0, rel[61] = {0};
         for (int t = 1; t <= 60; t++) {
             run(s, &k, t, t, 3000, drifting);
             spent[t] = k.b_spent_step;
+            units[t] = k.b_units_step;
             rel[t] = kv(&k, "released") == 1;
             pubs += rel[t];
             CU_ASSERT(k.b_spent_total <= 1 + 1e-9);
+            /* the window's exact ledger: whole units, within the window's budget, ε in proportion */
+            CU_ASSERT(k.b_budget_units > 0 && k.b_units_total <= k.b_budget_units);
+            CU_ASSERT_DOUBLE_EQUAL(k.b_spent_total, (double)k.b_units_total / (double)k.b_budget_units, 1e-12);
+            CU_ASSERT_DOUBLE_EQUAL(k.b_spent_step, (double)k.b_units_step / (double)k.b_budget_units, 1e-12);
+            if (method < 2 && t >= 8) {   /* bd/ba: the window's total is its steps' sum */
+                uint64_t sum = 0;
+                for (int i = t - 7; i <= t; i++)
+                    sum += units[i];
+                CU_ASSERT_EQUAL(sum, k.b_units_total);
+            }
         }
         if (method >= 2)   /* dsat/dsft: at most C = 3 releases in any 8 steps */
             for (int t = 1; t + 7 <= 60; t++) {
@@ -559,6 +574,124 @@ static void test_shards_merge(void)
     json_decref(j);
 }
 
+
+/* L1 distance between two finished statistics (sparse histograms). */
+static int64_t stats_l1(const dp_stats *a, const dp_stats *b)
+{
+    int64_t d = 0;
+    size_t i = 0, j = 0;
+    while (i < a->n_cells || j < b->n_cells) {
+        if (j >= b->n_cells || (i < a->n_cells && a->keys[i] < b->keys[j]))
+            d += llabs(a->counts[i++]);
+        else if (i >= a->n_cells || b->keys[j] < a->keys[i])
+            d += llabs(b->counts[j++]);
+        else
+            d += llabs(a->counts[i++] - b->counts[j++]);
+    }
+    return d;
+}
+
+/* Six steps of five users' reports through an ingest half; user X reports
+ * 3 at step 1 and, unless `drop`, 2 at step 4.  l1[t] = the L1 distance of
+ * step t's snapshot between the two inputs. */
+static void neighbour_snapshots(const char *snapshot, int64_t l1[7])
+{
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"method\": \"bd\", "
+                            "\"privacy\": \"w_event\", \"w\": 3%s}", snapshot);
+    dp_ingest_half *in[2];
+    char err[256], id[8];
+    for (int d = 0; d < 2; d++)
+        CU_ASSERT_EQUAL_FATAL(dp_adaptive_ingest_create(&in[d], j, err, sizeof err), DP_OK);
+    for (int t = 1; t <= 6; t++) {
+        dp_stats st[2];
+        for (int d = 0; d < 2; d++) {
+            dp_reject_reason why;
+            for (int u = 0; u < 5; u++) {
+                snprintf(id, sizeof id, "u%d", u);
+                dp_update up = tk_update((uint64_t)t, id, strlen(id), (u + t) % 3);
+                CU_ASSERT_EQUAL(dp_adaptive_ingest_update(in[d], &up, &why), DP_OK);
+                CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+            }
+            if (t == 1 || (t == 4 && d == 0)) {
+                dp_update up = tk_update((uint64_t)t, "X", 1, t == 1 ? 3 : 2);
+                CU_ASSERT_EQUAL(dp_adaptive_ingest_update(in[d], &up, &why), DP_OK);
+                CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+            }
+            dp_stats_init(&st[d], (uint64_t)t);
+            CU_ASSERT_EQUAL_FATAL(dp_adaptive_ingest_close(in[d], (uint64_t)t, &st[d]), DP_OK);
+        }
+        l1[t] = stats_l1(&st[0], &st[1]);
+        dp_stats_free(&st[0]);
+        dp_stats_free(&st[1]);
+    }
+    for (int d = 0; d < 2; d++)
+        dp_adaptive_ingest_destroy(in[d]);
+    json_decref(j);
+}
+
+/* What a scale in a budget event or plan says, for one w-event config. */
+static double w_event_scale(const char *method, const char *snapshot, const char *name)
+{
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"method\": \"%s\", "
+                            "\"privacy\": \"w_event\", \"w\": 3, \"n_min\": 10%s}", method, snapshot);
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create_k(&s, j, 1, &key, err, sizeof err), DP_OK);
+    dp_synth_plan plan;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_describe(s, &plan, err, sizeof err), DP_OK);
+    double v = NAN;
+    for (size_t i = 0; i < plan.n_noise; i++)
+        if (!strcmp(plan.noise[i].key, name))
+            v = plan.noise[i].value;
+    dp_synth_plan_free(&plan);
+    dp_synth_destroy(s);
+    json_decref(j);
+    return v;
+}
+
+/* Under w-event (Kellaris et al.) a snapshot holds the reports made in its
+ * step: the neighbour without X's step-4 report differs at step 4 alone, by
+ * one tuple (L1 1), and X's step-1 report is in no later snapshot.  With
+ * the opt-in standing values X's step-1 value stands in for the dropped
+ * report at steps 4–6 — a replacement, L1 2 at each — so the release and
+ * dissimilarity noise scales double; INSERT and DELETE are WRONG_KIND in
+ * per-step snapshots (nothing stands to delete). */
+static void test_w_event_snapshots(void)
+{
+    int64_t l1[7];
+    neighbour_snapshots("", l1);
+    for (int t = 1; t <= 6; t++)
+        CU_ASSERT_EQUAL(l1[t], t == 4 ? 1 : 0);
+    neighbour_snapshots(", \"snapshot\": \"standing_values\"", l1);
+    for (int t = 1; t <= 6; t++)
+        CU_ASSERT_EQUAL(l1[t], t >= 4 ? 2 : 0);
+    printf("\n    standing values: L1 %lld %lld %lld at steps 4-6", (long long)l1[4], (long long)l1[5], (long long)l1[6]);
+    static const char *const SNAP[] = {"", ", \"snapshot\": \"standing_values\""};
+    double dis[2], rel[2];
+    for (int i = 0; i < 2; i++) {
+        dis[i] = w_event_scale("bd", SNAP[i], "dissimilarity_scale");
+        rel[i] = w_event_scale("dsat", SNAP[i], "release_scale");
+    }
+    CU_ASSERT(dis[0] > 0 && fabs(dis[1] / dis[0] - 2) < 1e-9);
+    CU_ASSERT(rel[0] > 0 && fabs(rel[1] / rel[0] - 2) < 1e-9);
+    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"method\": \"ba\", "
+                            "\"privacy\": \"w_event\", \"w\": 3}");
+    dp_synth *s;
+    dp_key key;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(create_k(&s, j, 1, &key, err, sizeof err), DP_OK);
+    dp_reject_reason why;
+    for (int kind = 0; kind < 2; kind++) {
+        dp_update up = tk_update(1, "X", 1, 2);
+        up.kind = kind ? DP_UPDATE_DELETE : DP_UPDATE_INSERT;
+        CU_ASSERT_EQUAL(dp_synth_ingest(s, &up, &why), DP_OK);
+        CU_ASSERT_EQUAL(why, DP_REJECT_WRONG_KIND);
+    }
+    dp_synth_destroy(s);
+    json_decref(j);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
@@ -573,6 +706,8 @@ int main(void)
         {"the published DSAT rule leaks once its clip binds; the corrected SVT does not (exact + drawn)",
          test_clipped_threshold_privacy},
         {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
+        {"w-event: a report is in its own step's snapshot only; standing values are calibrated for L1 2",
+         test_w_event_snapshots},
         {NULL, NULL},
     };
     return dptest_run("adaptive", cases);
