@@ -225,7 +225,9 @@ int main(int argc, char **argv)
         for (int t = 0; t < T; t++) {
             struct timespec a, z;
             clock_gettime(CLOCK_MONOTONIC, &a);
-            if (o.truth_in) {
+            /* Under w-event a snapshot is the step's reports (adaptive_config.h): the
+             * standing population is fed as every present entity's report each step. */
+            if (o.truth_in && !window && !o.w_event) {
                 for (int b = 0; b < U; b++) {
                     int64_t want = h[(size_t)t * U + b];
                     if (want > depth[b] && !(stack[b] = realloc(stack[b], (size_t)want * sizeof **stack)))
@@ -249,11 +251,15 @@ int main(int argc, char **argv)
                 }
             } else {
                 /* rebuild the users' cells from the histogram: user u holds the u-th unit of the counts */
-                int u = 0;
+                int u = 0, present = 0;
+                for (int b = 0; b < U; b++)
+                    present += (int)h[(size_t)t * U + b];
+                if (present > o.users && !(val = realloc(val, (size_t)present * sizeof *val)))
+                    die("out of memory");
                 for (int b = 0; b < U; b++)
                     for (int64_t k = 0; k < h[(size_t)t * U + b]; k++)
                         val[u++] = b;
-                for (u = 0; u < o.users; u++) {
+                for (u = 0; u < present; u++) {
                     snprintf(id, sizeof id, "o%d", u);
                     dp_update up = {.stream_id = "bench/adaptive", .stream_id_len = 14, .step = (uint64_t)t + 1,
                                     .kind = DP_UPDATE_REPORT, .entity_id = id, .entity_id_len = strlen(id),
