@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """run.py — `adaptive` on the moving-objects grid stream (issue 16): DSAT,
 DSFT, the fixed-interval sampler, BD and BA over ε and noise keys, and —
-when given a compiled streamdp-benchmark (Java; PEERS.md §2's RunOne) —
+when given a compiled streamdp-benchmark (Java; docs/peers.md §2's RunOne) —
 its DSAT, BD and BA on the same true histograms, side by side.
 
   python3 bench/accuracy_adaptive/run.py [--bin build/bench_accuracy_adaptive] [--epsilons 0.5,1,2]
@@ -10,7 +10,7 @@ its DSAT, BD and BA on the same true histograms, side by side.
 DIR: a streamdp-benchmark checkout with RunOne.java compiled into DIR/build
 (javac -sourcepath src -cp lib/colt.jar:lib/commons-math3-3.6.1.jar
 src/experiment/RunOne.java -d build).  Their mechanisms are w-event (their
-DSAT too, and not DP: PEERS.md §2); ours DSAT/DSFT are user-level over the
+DSAT too, and not DP: docs/peers.md §2); ours DSAT/DSFT are user-level over the
 whole horizon (a far stronger guarantee at the same ε), BD/BA w-event.
 BD/BA run twice: with Kellaris et al.'s ε/2 for the tests and with the
 Java's split (tests w·ε/U), so the side-by-side is like for like."""

@@ -9,7 +9,7 @@
  *      and 2.5/97.5 % over runs, against the eq. (5) bound (with the σ²
  *      used) divided by n.  Under neighbors = add_remove (the paper's
  *      calibration, comparable to its figure) and replace (our default,
- *      σ² doubled: ALGORITHMS.md §3).
+ *      σ² doubled: docs/privacy.md §3).
  *   B. seed 000 Fig. 2: cumulative on the Markov panel: per step the max
  *      over b of |Ŝ_b − S_b| (counts) and the mean signed error of S_3
  *      (unbiasedness) with its standard error.

@@ -11,7 +11,7 @@ authors' own runs — side by side with their implementation.
 DIR: connectors/spatial/make_updates.py motion-circles output.  SUMMARY.csv:
 the authors' PHDSTREAM runs on the same stream and queries (columns method,
 counter,epsilon,seed,steps,mean_rel_err_small,…,last_rel_err_large,wall_s,
-per_step_s_mean), produced by their code in its own venv (PEERS.md §1).
+per_step_s_mean), produced by their code in its own venv (docs/peers.md §1).
 Per (method, counter, ε): rel_err for small/medium/large queries averaged
 over the evaluated steps ("mean") and at the last step ("last"), mean and
 min–max over keys, and the method's time per step.  rel_err divides by the

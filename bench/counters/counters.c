@@ -1,5 +1,5 @@
 /* bench/counters/counters.c — every continual-counter kind of
- * ALGORITHMS.md §2 through the dp_counter interface: analytic max-over-t
+ * docs/privacy.md §2 through the dp_counter interface: analytic max-over-t
  * and mean error variance (dp_counter_variance, t = 1..T) as a ratio to
  * tree(T) at the same budget, and measured time per dp_counter_add.
  *

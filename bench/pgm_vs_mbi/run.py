@@ -6,7 +6,7 @@ same noisy 2-way measurements of the real Adult rows (issue 14).
                                   [--seeds 3] [--iters 1000] [--ipf 50]
 
 ADULT_DIR is connectors/adult/make_updates.py's output.  mbi runs in its own
-venv, ~/.cache/dpstream/mbienv, with PEERS.md §3's pins (never in the repo):
+venv, ~/.cache/dpstream/mbienv, with docs/peers.md §3's pins (never in the repo):
   python3 -m venv ~/.cache/dpstream/mbienv && ~/.cache/dpstream/mbienv/bin/pip install mbi==1.0.0 \\
       jax==0.5.3 jaxlib==0.5.3 numpy==2.2.6 pandas==2.2.3 chex==0.1.89 optax==0.2.4 scipy==1.15.3 networkx==3.4.2
 Measurements: 8 attributes (3.6 M cells), 10 pairs (a spanning tree plus two

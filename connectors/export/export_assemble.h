@@ -1,5 +1,5 @@
 /* export_assemble.h — rebuilding whole releases from the synthetic topic
- * (DESIGN.md §5; schemas/SyntheticRecord.avsc, schemas/ReleaseManifest.avsc)
+ * (docs/design.md §5; schemas/SyntheticRecord.avsc, schemas/ReleaseManifest.avsc)
  * for `dpstream export`.  No Kafka and no Avro here: the caller decodes
  * messages and feeds record chunks and manifests in the order it sees
  * them, so the logic is testable with any interleaving.

@@ -6,7 +6,7 @@
  *                   [--layout releases|per-step|single] [--format csv|jsonl]
  *                   [--follow] [--timeout-ms MS]
  *
- * Kafka (--config): a read_committed consumer (DESIGN.md §1: downstream
+ * Kafka (--config): a read_committed consumer (docs/design.md §1: downstream
  * sees whole transactions or nothing) of the synthetic, budget and
  * dead-letter topics named by the config.  A message's "dpstream.type"
  * header tells record chunks ("SyntheticRecord") from manifests; bodies

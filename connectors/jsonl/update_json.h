@@ -1,5 +1,5 @@
 /* update_json.h — the JSON-lines form of dpstream's data model
- * (DESIGN.md §5), used by `dpstream replay`, `dpstream gen-panel` and the
+ * (docs/design.md §5), used by `dpstream replay`, `dpstream gen-panel` and the
  * offline demo.
  *
  * Input, one update per line (the Avro `Update` as JSON):

@@ -1,5 +1,5 @@
 /* load_mapping.h — how `dpstream load` turns one row of a CSV or JSONL file
- * into one dpstream Update (DESIGN.md §5, update_json.h).
+ * into one dpstream Update (docs/design.md §5, update_json.h).
  *
  * A mapping is a small JSON object (a file given with --mapping, or built
  * from command-line flags; flags override the file's top-level keys):

@@ -5,7 +5,7 @@
  * reads), or Avro Updates produced to Kafka keyed by stream id
  * (load_kafka.h).
  *
- * Close steps (DESIGN.md §2: step boundaries are markers in the log):
+ * Close steps (docs/design.md §2: step boundaries are markers in the log):
  * per stream, when a row's step is after the stream's current step, a
  * CLOSE_STEP marker is written for every step from the current one up to
  * the row's step - 1 (an empty step in between is closed too, or the

@@ -1,5 +1,5 @@
 /* cmd_counter.c — `dpstream counter`: run one private continual counter
- * (ALGORITHMS.md §2) over integers read from stdin, one per line and one
+ * (docs/privacy.md §2) over integers read from stdin, one per line and one
  * line per step, printing the noisy prefix sum after each step; or, with
  * --variance, print the counter's analytic error variance for t = 1..T.
  *

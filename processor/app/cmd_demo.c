@@ -86,7 +86,7 @@ int cmd_demo(int argc, char **argv)
         return cli_fail(cmd, "--log-level must be error, warn, info or debug");
     dp_log_set_level(lvl);
     /* The mock cluster keeps only the newest ~5 MiB per partition
-     * (KAFKA.md); one month of 2 x n updates (~60 bytes each) must fit. */
+     * (docs/kafka.md §6); one month of 2 x n updates (~60 bytes each) must fit. */
     if (!offline && p.n > 20000)
         return cli_fail(cmd, "--n above 20000 needs --offline (the in-process mock cluster keeps only ~5 MiB "
                              "per partition)");

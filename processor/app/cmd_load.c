@@ -9,7 +9,7 @@
  * the load itself is connectors/load/load_run.c, which documents
  * --close-steps and rejected rows.
  *
- * --close-steps (DESIGN.md §2: step boundaries are markers in the log):
+ * --close-steps (docs/design.md §2: step boundaries are markers in the log):
  * per stream, when a row's step is after the stream's current step, a
  * CLOSE_STEP marker is written for every step from the current one up to
  * the row's step - 1 (an empty step in between is closed too, or the

@@ -8,7 +8,7 @@
  * then that step's manifest), DIR/budget.jsonl (one budget event per
  * release) and DIR/rejected.jsonl (one line per refused input line), all
  * in input order, formatted by update_json.c.  The output is a pure
- * function of (input, config, key) — DESIGN.md §2 — so running twice gives
+ * function of (input, config, key) — docs/design.md §2 — so running twice gives
  * byte-identical files; nothing depends on time or on hash-table order
  * (the stream table is only ever looked up, never iterated for output).
  *

@@ -1,4 +1,4 @@
-/* codec.h — Avro encoding of dpstream's Kafka messages (DESIGN.md §5).
+/* codec.h — Avro encoding of dpstream's Kafka messages (docs/design.md §5).
  *
  * Six message types, one schema each (schemas/<Name>.avsc, embedded in the
  * binary, see dp_codec_schema_json): Update (input), SyntheticRecord (a
@@ -232,7 +232,7 @@ int dp_codec_encode_snapshot_buf(dp_codec *c, const dp_codec_snapshot *s, dp_buf
  *     step or kind cannot be read;
  *   * the writer's record must be named Update (its own namespace is free).
  * That is Avro's resolution restricted to what avro-c 1.11 can be trusted
- * with (it cannot fill reader defaults itself, KAFKA.md): a writer a full
+ * with (it cannot fill reader defaults itself, docs/kafka.md §4): a writer a full
  * Avro implementation would also resolve through type promotion (e.g. an
  * int step) is refused as incompatible — conservative, never a misread.
  * The decision is a pure function of the writer schema's text, which a

@@ -357,7 +357,7 @@ static const char SCHEMA_BUDGETEVENT[] =
     "      \"name\": \"public_inputs\",\n"
     "      \"type\": \"string\",\n"
     "      \"default\": \"\",\n"
-    "      \"doc\": \"In words, what this stream's releases treat as public rather than protect (ALGORITHMS.md section 1): e.g. under replace neighbours the roster size n and who is on the roster, the configuration (horizon, k, categories, padding, noise variance) and the step boundaries. Everything else in the release is the output of the charged mechanism.\"\n"
+    "      \"doc\": \"In words, what this stream's releases treat as public rather than protect (docs/privacy.md section 1): e.g. under replace neighbours the roster size n and who is on the roster, the configuration (horizon, k, categories, padding, noise variance) and the step boundaries. Everything else in the release is the output of the charged mechanism.\"\n"
     "    },\n"
     "    {\n"
     "      \"name\": \"key_fingerprint\",\n"

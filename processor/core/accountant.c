@@ -1,5 +1,5 @@
 /* accountant.c — privacy models, the zCDP → (ε, δ) conversions and the
- * per-stream ledger that fails closed (ALGORITHMS.md §1, DESIGN.md §3).
+ * per-stream ledger that fails closed (docs/privacy.md §1, docs/design.md §3).
  *
  * Nothing here draws randomness or releases data; it only decides whether
  * a release may happen and records what it cost.  Every refusal is a

@@ -1,5 +1,5 @@
 /* accountant.h — privacy budgets, composition, conversions, and the
- * per-stream ledger that fails closed (ALGORITHMS.md §1, DESIGN.md §3).
+ * per-stream ledger that fails closed (docs/privacy.md §1, docs/design.md §3).
  *
  * Two models: pure ε-DP (budgets add) and ρ-zCDP (budgets add; Bun &
  * Steinke 2016).  A pure ε mechanism is ε²/2-zCDP, so a zCDP ledger can
@@ -53,7 +53,7 @@ int dp_zcdp_rho_for_eps_cks(double epsilon, double delta, double *rho);
  * (zCDP cannot be expressed as pure ε). */
 int dp_privacy_convert(dp_privacy cost, dp_privacy_model model, double *out);
 
-/* Budget metadata for a release (DESIGN.md §3, dp_budget_event): the
+/* Budget metadata for a release (docs/design.md §3, dp_budget_event): the
  * (ε, δ) equivalents of a total spend.  For zCDP, *eps_simple and *eps_cks
  * are the two conversions above at `delta` (δ ∈ (0,1), else DP_EINVAL).
  * For pure ε, `delta` is ignored, *eps_simple = NaN and *eps_cks = ε, the

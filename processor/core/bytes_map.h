@@ -4,7 +4,7 @@
  * Iteration order depends on hashes and insertion history, so callers
  * must never let it decide an output byte: the processor iterates only to
  * compute minima, to free, or to fire timers whose effect (a CLOSE_STEP
- * marker) is itself recorded in the log (DESIGN.md §2). */
+ * marker) is itself recorded in the log (docs/design.md §2). */
 #ifndef DP_CORE_BYTES_MAP_H
 #define DP_CORE_BYTES_MAP_H
 

@@ -1,5 +1,5 @@
 /* counter.h — private continual counters behind one interface
- * (ALGORITHMS.md §2).
+ * (docs/privacy.md §2).
  *
  * A counter receives one integer x_t per step t = 1, 2, … (negative values
  * are deletions) and after each step releases a noisy prefix sum

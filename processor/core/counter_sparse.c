@@ -25,7 +25,7 @@
  *
  * Privacy (ε_alg for the instance; the kind uses ε_alg = ε):
  *  - Threshold test, budget ε_svt = ε_alg/2.  Both the threshold noise and
- *    every query noise are Lap_Z(b), b = 4·entries·Δ/ε_svt (ALGORITHMS.md
+ *    every query noise are Lap_Z(b), b = 4·entries·Δ/ε_svt (docs/privacy.md
  *    §2's Lap_Z(4/ε'), ε' = ε_svt; we do not use the tighter Lap_Z(2/ε')).
  *    AboveThreshold with threshold noise Lap(b1) and query noise Lap(b2)
  *    for queries of sensitivity D costs D/b1 + 2D/b2 (Dwork–Roth Thm 3.23;

@@ -20,7 +20,7 @@
  * step of level r touches only level r's test, tree and fold, so the
  * counter is ε_{j,r}-DP for it; earlier and later levels never read it.
  *   test:  threshold and per-step query noise Lap_Z(4/ε') with ε' = ε/4
- *          (ALGORITHMS.md §2: we do not use the tighter 2/ε'), so 16/ε;
+ *          (docs/privacy.md §2: we do not use the tighter 2/ε'), so 16/ε;
  *   tree:  L = floor(log2 h_r) + 1 levels, each segment count in L p-sums:
  *          Lap_Z(L/(ε/4)) = 4L/ε per node;
  *   fold:  sensitivity 1, Lap_Z(2/ε).

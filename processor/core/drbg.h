@@ -1,4 +1,4 @@
-/* drbg.h — keyed deterministic random bit generator (ALGORITHMS.md §1).
+/* drbg.h — keyed deterministic random bit generator (docs/privacy.md §1).
  *
  * Every random decision dpstream makes comes from a dp_drbg that is a pure
  * function of (secret key, stream id, step, purpose label):

@@ -1,4 +1,4 @@
-/* exp_mech.h — the exponential mechanism, sampled exactly (ALGORITHMS.md §1;
+/* exp_mech.h — the exponential mechanism, sampled exactly (docs/privacy.md §1;
  * McSherry & Talwar 2007).
  *
  * Candidates carry integer utilities U_i on a fixed-point grid chosen by

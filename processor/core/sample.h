@@ -1,4 +1,4 @@
-/* sample.h — exact discrete samplers on the integers (ALGORITHMS.md §1;
+/* sample.h — exact discrete samplers on the integers (docs/privacy.md §1;
  * Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential
  * Privacy", NeurIPS 2020, Algorithms 1–3).
  *

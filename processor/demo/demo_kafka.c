@@ -1,7 +1,7 @@
 /* demo_kafka.c — `dpstream demo` through Kafka (see demo_kafka.h).
  *
  * Why step by step: the mock cluster keeps only the newest ~5 MiB per
- * partition (KAFKA.md), so the panel is streamed — one step's updates,
+ * partition (docs/kafka.md §6), so the panel is streamed — one step's updates,
  * then that step's releases — never preloaded.  Releases come back through
  * export_assemble (mock_harness.c): each (stream, step) is fed to the demo
  * views exactly once, after its record count and checksum are verified,
@@ -190,7 +190,7 @@ int dp_demo_run_kafka(const dp_demo_params *p, const dp_key *key, int step_timeo
             }
             /* Step 1 fixes the roster and only a marker closes it; later
              * steps close when the roster is complete and the marker is a
-             * harmless duplicate (DESIGN.md §2). */
+             * harmless duplicate (docs/design.md §2). */
             dp_update mk = {.stream_id = ids[s], .stream_id_len = strlen(ids[s]), .step = t,
                             .kind = DP_UPDATE_CLOSE_STEP};
             if (rc == DP_OK)

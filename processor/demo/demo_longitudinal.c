@@ -352,7 +352,7 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         if ((rc = dp_demo_truth_step(&d, gen.value, (size_t)p->n)) != DP_OK)
             goto out;
         /* The whole roster reported: from step 2 on that closes the step by
-         * itself (DESIGN.md §2); step 1 forms the roster and needs the
+         * itself (docs/design.md §2); step 1 forms the roster and needs the
          * explicit close a CLOSE_STEP marker would give. */
         if ((rc = dp_synth_close_step(win, &wsink, errstr, errstr_size)) != DP_OK ||
             (rc = dp_synth_close_step(cum, &csink, errstr, errstr_size)) != DP_OK)

@@ -8,7 +8,7 @@
  * (oldest first), afterwards as one CATEGORY per step.  The view keeps
  * each synthetic individual's last k values as a pattern code
  *   code = Σ_j v_{t-k+1+j} · c^{k-1-j}   (oldest value most significant)
- * and the histogram p_s of codes.  Debiasing (seed 000 §3, ALGORITHMS.md
+ * and the histogram p_s of codes.  Debiasing (seed 000 §3, docs/privacy.md
  * §3): the release contains n_pad padding individuals per pattern, so the
  * unbiased fraction estimate is (p_s − n_pad) / (n* − c^k·n_pad); the raw
  * one is p_s / n*.

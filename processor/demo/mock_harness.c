@@ -81,7 +81,7 @@ int dp_mock_start(dp_mock_harness **out, const char *topic_prefix, json_t *strea
         goto fail;
     }
     /* session.timeout.ms 6000: a consumer rejoining an emptied mock group
-     * waits about this long (KAFKA.md).  fetch.wait.max.ms 10: an empty
+     * waits about this long (docs/kafka.md §6).  fetch.wait.max.ms 10: an empty
      * fetch otherwise parks the processor's consumer for the default 500 ms
      * each time it catches up, which made every demo month take ~0.6 s
      * instead of ~0.15 s.  (Producers ignore it; librdkafka's "consumer

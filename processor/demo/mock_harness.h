@@ -17,7 +17,7 @@
  *     releases with export_assemble.h ("latest copy wins", each release
  *     handed out once) and passes budget events on as they come.
  *
- * The mock's limits (shared/KAFKA.md) matter to what a caller may
+ * The mock's limits (docs/kafka.md §6) matter to what a caller may
  * conclude: read_committed readers also see aborted transactions, so a
  * release is only trustworthy after export_assemble's count + checksum
  * check, and a budget event may appear more than once (the caller keeps

@@ -427,9 +427,9 @@ int ps_handle_batch(proc *p, size_t n)
  * seen, or this instance restored it), whether or not anyone reported in
  * it.  The timer starts from public events only, never from a report, so
  * no one's data or timing moves a boundary that decides whether another
- * person's update is LATE (ALGORITHMS.md §1).  The marker is appended to
+ * person's update is LATE (docs/privacy.md §1).  The marker is appended to
  * the stream's input partition and the step closes when it is read back,
- * so a replay of the log sees the same boundary (DESIGN.md §2). */
+ * so a replay of the log sees the same boundary (docs/design.md §2). */
 
 void ps_idle_markers(proc *p)
 {

@@ -28,7 +28,7 @@
  * Only public fields may be passed: stream ids, steps, partitions,
  * offsets, counts and spends that budget events publish anyway.  Never key
  * material or raw private state — the noise key, the state key and
- * decrypted snapshots must never be logged (DESIGN.md §3).
+ * decrypted snapshots must never be logged (docs/design.md §3).
  *
  * Thread-safe: each line is formatted in a local buffer and written with
  * one call, so lines from librdkafka's threads (its log callback) do not

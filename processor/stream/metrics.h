@@ -17,7 +17,7 @@
  * (dropped when it aborts: the rewind re-releases the same bytes later), so
  * the figures equal what read-committed consumers of the output topics see.
  *
- * Two classes of figures (ALGORITHMS.md §1: every published byte is
+ * Two classes of figures (docs/privacy.md §1: every published byte is
  * charged or public):
  *   public    functions of the configuration, the step boundaries and what
  *             the stream released — per stream: status, steps released,

@@ -1,4 +1,4 @@
-/* processor.h — the Kafka processor behind `dpstream run` (DESIGN.md §1-§3,
+/* processor.h — the Kafka processor behind `dpstream run` (docs/design.md §1-§3,
  * §8).  Consumes the updates topic in a consumer group (key = stream id),
  * routes each stream to its synthesizer (stream_config.h), and for every
  * closed step commits one Kafka transaction holding the release (record
@@ -56,7 +56,7 @@
  * close — and, because noise is drawn from the keyed DRBG by (stream,
  * step, label), every released byte — is what an uninterrupted run emits.
  *
- * --- Step boundaries are log entries (DESIGN.md §2) ----------------------
+ * --- Step boundaries are log entries (docs/design.md §2) ----------------------
  * The idle timeout does not close a step: it appends a CLOSE_STEP marker
  * for the stream's open step to the stream's input partition (same key),
  * and the step closes when that marker is consumed, like any marker.

@@ -1,11 +1,11 @@
-/* seal.h — authenticated encryption of state snapshots (DESIGN.md §5).
+/* seal.h — authenticated encryption of state snapshots (docs/design.md §5).
  *
  * A snapshot holds raw private state (rosters, last values, exact counts),
  * so when a state key is configured it is sealed with libsodium's
  * XChaCha20-Poly1305 (IETF AEAD) before it goes to the state topic.
  *
  * The nonce is *derived*, not random, so that a replay after a crash
- * writes byte-identical state records (DESIGN.md §2):
+ * writes byte-identical state records (docs/design.md §2):
  *
  *   nonce = BLAKE2b-192(key = nonce_key,
  *                       msg = "dpstream.state.nonce.v1" ‖ le64(|stream|) ‖ stream

@@ -1,6 +1,6 @@
 /* adaptive.c — the release half of `adaptive`: DSFT and DSAT (Li, Xiong,
  * Jiang, Liu 2015, Alg. 1–2) corrected to be differentially private
- * (ALGORITHMS.md §7), and the w-event baselines BD and BA (Kellaris,
+ * (docs/privacy.md §7), and the w-event baselines BD and BA (Kellaris,
  * Papadopoulos, Xiao, Papadias 2014, Alg. 2–3).
  *
  * DSFT / DSAT, user-level ε-DP over the horizon N (add/remove one user's
@@ -38,7 +38,7 @@
  * Output: a release is the noisy histogram as synthetic rows (FULL: max(0,
  * H̃[b]) rows of category b) and as `count.<b>` in the manifest; a repeat
  * step is a DELTA with no records whose manifest names the step it repeats.
- * Public (ALGORITHMS.md §1): the configuration, the step boundaries, and
+ * Public (docs/privacy.md §1): the configuration, the step boundaries, and
  * which steps released — the SVT's (or the tests') charged output. */
 #include "synth/adaptive.h"
 #include "synth/adaptive_internal.h"

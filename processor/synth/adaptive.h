@@ -1,5 +1,5 @@
 /* adaptive.h — `adaptive`: DSFT / DSAT adaptive histogram release (seed 003,
- * corrected to be DP as ALGORITHMS.md §7) and the w-event baselines BD / BA
+ * corrected to be DP as docs/privacy.md §7) and the w-event baselines BD / BA
  * (Kellaris et al. 2014) behind synth.h.
  *
  * The ingest half (adaptive_ingest.c) builds the snapshot H_i: under

@@ -1,5 +1,5 @@
 /* adaptive_config.c — parse and validate `adaptive`'s JSON configuration
- * (keys in adaptive_config.h).  All of it is public (ALGORITHMS.md §1),
+ * (keys in adaptive_config.h).  All of it is public (docs/privacy.md §1),
  * n_min included: it is the stream's declared lower bound, not a measured
  * count. */
 #include "synth/adaptive_config.h"
@@ -107,7 +107,7 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
     }
     /* The snapshot: per-step reports by default under w-event, where a
      * carried-forward value would put one report into every later D_i and
-     * out of the window the unit protects (ALGORITHMS.md §7). */
+     * out of the window the unit protects (docs/privacy.md §7). */
     static const char *const SNAPSHOTS[] = {"step_reports", "standing_values", NULL};
     int standing = !c->w_event;
     if ((rc = dp_cfg_choice(json_object_get(cfg, "snapshot"), NAME, "snapshot", SNAPSHOTS, &standing, errstr,

@@ -1,5 +1,5 @@
 /* adaptive_config.h — the validated JSON configuration of `adaptive`
- * (seed 003, Li, Xiong, Jiang, Liu 2015, corrected as ALGORITHMS.md §7).
+ * (seed 003, Li, Xiong, Jiang, Liu 2015, corrected as docs/privacy.md §7).
  *
  * Keys (unknown keys refused; every error names its key):
  *   categories        U histogram bins (2..65536); a report's CATEGORY value is a bin
@@ -12,7 +12,7 @@
  *                     "w_event" with "w" (any w consecutive steps; Kellaris et al. 2014; bd and
  *                     ba are w-event only, dsat and dsft either)
  *   w                 the window of w_event privacy
- *   snapshot          what step i's histogram H_i holds (ALGORITHMS.md §7, "what a snapshot is"):
+ *   snapshot          what step i's histogram H_i holds (docs/privacy.md §7, "what a snapshot is"):
  *                     "step_reports" — the reports made at step i, nothing carried forward
  *                     (REPORT only; the w_event default: one report is in exactly one
  *                     snapshot, Kellaris et al.'s model) | "standing_values" — every entity's

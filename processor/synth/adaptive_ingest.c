@@ -2,7 +2,7 @@
  * histogram H_i of step i's snapshot.  Every update needs an entity, and an
  * entity changes its tuple at most once per step (a second update in one
  * step is DUPLICATE_REPORT; the first stands).  What H_i holds is the
- * config's `snapshot` (adaptive_config.h, ALGORITHMS.md §7):
+ * config's `snapshot` (adaptive_config.h, docs/privacy.md §7):
  *
  *   step_reports     (the w-event default) the REPORTs made at step i; the
  *                    map holds only this step's reporters and is emptied at
@@ -16,7 +16,7 @@
  *                      DELETE  removes it (NOT_PRESENT unless the entity holds
  *                              exactly that value)
  *
- * Each decision depends on that entity's own history alone (ALGORITHMS.md
+ * Each decision depends on that entity's own history alone (docs/privacy.md
  * §1).  A value is a bin: a CATEGORY, or with `attributes` a ROW of indices
  * (mixed radix, the first attribute most significant). */
 #include "synth/adaptive.h"

@@ -1,6 +1,6 @@
 /* adaptive_window.c — `adaptive` under w-event privacy (Kellaris,
  * Papadopoulos, Xiao, Papadias 2014): DSFT/DSAT as a chain of
- * AboveThreshold instances (seed 003's Alg. 3, corrected as ALGORITHMS.md
+ * AboveThreshold instances (seed 003's Alg. 3, corrected as docs/privacy.md
  * §7) and the baselines BD and BA (Kellaris et al. Alg. 2–3), each with an
  * exact integer ledger per window.
  *

@@ -1,6 +1,6 @@
 /* cumulative.c — `cumulative`: synthetic bit streams preserving the
  * cumulative queries S_b^t = #{i : x_i^1 + … + x_i^t >= b} (seed 000,
- * Alg. 2, ALGORITHMS.md §4).
+ * Alg. 2, docs/privacy.md §4).
  *
  * Ingest half: the longitudinal roster with each individual's last bit
  * (for carry_forward) and its weight so far; the statistics of step t are
@@ -21,7 +21,7 @@
  * public (budget events say so).  How many people were missing (imputed)
  * at a step is never published.
  *
- * Privacy (Thm 4.1 + ALGORITHMS.md §4): one individual's sequence
+ * Privacy (Thm 4.1 + docs/privacy.md §4): one individual's sequence
  * contributes to each stream z_b in at most one entry (the step at which
  * its weight reaches b), with value 1.  Under add_remove that is one
  * changed entry per stream; under replace, the two sequences' entries may

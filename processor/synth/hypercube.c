@@ -1,6 +1,6 @@
 /* hypercube.c — the release half of `hypercube`: online DP synthetic data
  * on [0,1]^d (He, Vershynin, Zhu 2024, seed 004, Alg. 1, 3, 4;
- * ALGORITHMS.md §8).
+ * docs/privacy.md §8).
  *
  * Time.  The paper's time t is the number of points so far: a step with k
  * points is the paper's times t+1..t+k (points_per_step bounds k).  Levels
@@ -8,7 +8,7 @@
  * tree has depth min(level(t), max_depth): the split creating depth j
  * halves coordinate (j−1) mod d (partition.h), and the depth-j cells appear
  * at the first step whose t reaches t_j — the paper's loop "while t >=
- * 2^r/ε: r <- r+1" creates them one level early, the slip ALGORITHMS.md §8
+ * 2^r/ε: r <- r+1" creates them one level early, the slip docs/privacy.md §8
  * corrects.  A step is one step of every counter (its input: the step's
  * points in the cell); a step with no points is not a time of the paper:
  * no counter moves and the release repeats.

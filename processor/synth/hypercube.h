@@ -1,6 +1,6 @@
 /* hypercube.h — `hypercube`: online DP synthetic data on [0,1]^d with
  * Wasserstein accuracy (He, Vershynin, Zhu 2024, seed 004, Alg. 1;
- * ALGORITHMS.md §8) behind synth.h.  The ingest half (hypercube_ingest.c)
+ * docs/privacy.md §8) behind synth.h.  The ingest half (hypercube_ingest.c)
  * takes the step's points; the release half (hypercube.c) counts every cell
  * of the dyadic partition with inhomogeneous sparse counters, makes the
  * counts consistent and samples exactly t points.

@@ -1,5 +1,5 @@
 /* hypercube_config.c — parse and validate `hypercube`'s JSON configuration
- * (keys in hypercube_config.h).  All of it is public (ALGORITHMS.md §1). */
+ * (keys in hypercube_config.h).  All of it is public (docs/privacy.md §1). */
 #include "synth/hypercube_config.h"
 
 #include "synth/config_json.h"

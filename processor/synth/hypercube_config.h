@@ -1,5 +1,5 @@
 /* hypercube_config.h — the validated JSON configuration of `hypercube`
- * (He, Vershynin, Zhu 2024, seed 004; ALGORITHMS.md §8).
+ * (He, Vershynin, Zhu 2024, seed 004; docs/privacy.md §8).
  *
  * Keys (unknown keys refused; every error names its key):
  *   dims                d (default: the box's dimension, else 2)

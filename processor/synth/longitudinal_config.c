@@ -102,7 +102,7 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
     /* cumulative releases exactly n records (record_count and
      * debias.population = n), so n is in every release.  Under replace
      * neighbours n is fixed and public; add/remove neighbours protect it,
-     * so that claim would be false (ALGORITHMS.md §1) unless the operator
+     * so that claim would be false (docs/privacy.md §1) unless the operator
      * declares n public, as seed 000 does.  window is different: its n* =
      * the sum of the charged noisy pattern counts (plus the public padding),
      * so n leaves it only through that noise and add/remove is allowed. */

@@ -3,7 +3,7 @@
  *
  *   dp_window_project      Alg. 1's consistency projection with exact-sum
  *                          randomized rounding (categorical extension,
- *                          ALGORITHMS.md §3) and the clamp of infeasible
+ *                          docs/privacy.md §3) and the clamp of infeasible
  *                          targets;
  *   dp_choose_uniform      partial Fisher–Yates (uniform r-subset);
  *   dp_cumulative_monotonize  Alg. 2's monotonization (Lemma 4.2).

@@ -91,7 +91,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a budget event names as public (ALGORITHMS.md §1): configuration and step boundaries. */
+/* What a budget event names as public (docs/privacy.md §1): configuration and step boundaries. */
 #define PUBLIC_INPUTS                                                                                            \
     "the configuration (attributes, workloads, budget, horizon, method, fit, aggregate) and the step "            \
     "boundaries; the number of rows is protected"

@@ -1,5 +1,5 @@
 /* marginal.h — internals of the `marginal` synthesizer (seed 001;
- * ALGORITHMS.md §5), shared by its files:
+ * docs/privacy.md §5), shared by its files:
  *
  *   marginal_config.c   the JSON configuration and the workload layout
  *   marginal_ingest.c   ingest half: the current rows, ∇f_t's workload marginals

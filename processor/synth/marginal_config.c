@@ -1,7 +1,7 @@
 /* marginal_config.c — parse and validate `marginal`'s JSON configuration
  * (keys in marginal_config.h).  Everything here is public: the attribute
  * list, the workloads, the budget and the plan are the stream's declared
- * configuration (ALGORITHMS.md §1). */
+ * configuration (docs/privacy.md §1). */
 #include "synth/marginal_config.h"
 
 #include "synth/config_json.h"

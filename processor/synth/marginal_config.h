@@ -1,5 +1,5 @@
 /* marginal_config.h — the validated JSON configuration of `marginal`
- * (seed 001, ALGORITHMS.md §5) and the workload geometry both halves use.
+ * (seed 001, docs/privacy.md §5) and the workload geometry both halves use.
  *
  * Keys (unknown keys refused; every error names its JSON path):
  *   attributes          [{"name": s, "categories": [label, …]}, …]  (required, 1..64)

@@ -1,6 +1,6 @@
 /* marginal_mw.c — the `mw` fit of `marginal`: multiplicative weights over
  * the full domain (Hardt, Ligett, McSherry 2012; seed 001 §4.2.1), for
- * domains of at most 2^22 cells (ALGORITHMS.md §5).
+ * domains of at most 2^22 cells (docs/privacy.md §5).
  *
  * The model is g = N·p: a total N and a distribution p > 0 with one weight
  * per domain cell (mixed radix, attribute 0 most significant).  Each update

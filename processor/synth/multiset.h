@@ -5,7 +5,7 @@
  *   items   (entity, value) -> copies present now.  A DELETE is used only
  *           if its (entity, value) is present (else NOT_PRESENT): with
  *           entity ids the decision depends on that entity's own history
- *           alone (ALGORITHMS.md §1); without, deletes match by value.
+ *           alone (docs/privacy.md §1); without, deletes match by value.
  *   delta   value -> its net change in the open step (+1 INSERT, -1 DELETE)
  *   added   value -> INSERTs in the open step (only when track_added: the
  *           insert-only differential data ∇f⁺ of spatial's safe variant)

@@ -1,6 +1,6 @@
 /* partition.h — hierarchical binary partitions of a box in R^d, the
  * geometry `spatial` (seed 002, PrivTree cells) and `hypercube` (seed 004,
- * dyadic cells) share (ALGORITHMS.md §6, §8).
+ * dyadic cells) share (docs/privacy.md §6, §8).
  *
  * A cell at depth k is named by its path: k bits, the first split most
  * significant, bit 1 = the upper half.  The split creating depth k+1

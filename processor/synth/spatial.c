@@ -1,5 +1,5 @@
 /* spatial.c — the release half of `spatial`: PHDStream (Kumar, Strohmer,
- * Vershynin 2024, seed 002 §4, Alg. 1–2; ALGORITHMS.md §6).
+ * Vershynin 2024, seed 002 §4, Alg. 1–2; docs/privacy.md §6).
  *
  * Per release step t (input steps 1..t₀ are release step 1):
  *   c_t   = base_{t-1} + ∇_t on every cell (vertex sums)
@@ -49,7 +49,7 @@
  * points.  A removal is a record with the id and an empty Point (no
  * coordinates).  FULL releases carry the same ids and points.
  *
- * Public (ALGORITHMS.md §1): the configuration, the step boundaries, and
+ * Public (docs/privacy.md §1): the configuration, the step boundaries, and
  * everything derived from released outputs — the tree's shape (PrivTree's
  * output), the leaves' noisy counts and the synthetic points. */
 #include "synth/spatial_release.h"

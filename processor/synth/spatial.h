@@ -1,5 +1,5 @@
 /* spatial.h — `spatial`: PHDStream streaming spatial synthetic data (seed
- * 002, ALGORITHMS.md §6) behind synth.h.  The ingest half
+ * 002, docs/privacy.md §6) behind synth.h.  The ingest half
  * (spatial_ingest.c) keeps the exact multiset of points; the release half
  * (spatial.c) grows a PrivTree over the previous synthetic data plus the
  * step's differential data, counts the leaves with per-node continual

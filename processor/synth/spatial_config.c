@@ -1,5 +1,5 @@
 /* spatial_config.c — parse and validate `spatial`'s JSON configuration
- * (keys in spatial_config.h).  All of it is public (ALGORITHMS.md §1): the
+ * (keys in spatial_config.h).  All of it is public (docs/privacy.md §1): the
  * box, the budget and the tree's limits are the stream's declaration. */
 #include "synth/spatial_config.h"
 

@@ -1,5 +1,5 @@
 /* spatial_config.h — the validated JSON configuration of `spatial`
- * (PHDStream, seed 002, ALGORITHMS.md §6).
+ * (PHDStream, seed 002, docs/privacy.md §6).
  *
  * Keys (unknown keys refused; every error names its key):
  *   box                   [[min, max], …] one pair per dimension (default [[0,1],[0,1]])

@@ -2,7 +2,7 @@
  * 64-bit cell keys plus a few named integer scalars.  The ingest half of a
  * synthesizer produces one per shard per step; shards' statistics add
  * (dp_stats_merge), which is what lets one stream's ingest be sharded
- * (DESIGN.md §4).  Cells are kept sorted by key so iteration order — and
+ * (docs/design.md §4).  Cells are kept sorted by key so iteration order — and
  * therefore every release — is independent of insertion order. */
 #ifndef DP_STATS_H
 #define DP_STATS_H

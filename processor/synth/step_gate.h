@@ -3,10 +3,10 @@
  * reject it (and why), or close the step.  `dpstream run` (stream/), the
  * offline `dpstream replay` (app/) and the benchmarks all call this, so the
  * Kafka and the offline paths cannot reach different decisions
- * (DESIGN.md §2, §6).  No I/O: the caller owns the log (offsets, markers,
+ * (docs/design.md §2, §6).  No I/O: the caller owns the log (offsets, markers,
  * transactions, dead letters) and is told what to do.
  *
- * The rule (ALGORITHMS.md §1: every decision depends only on the update's
+ * The rule (docs/privacy.md §1: every decision depends only on the update's
  * own fields, its own entity's history and public step boundaries):
  *
  *   CLOSE_STEP, step < open            IGNORED (duplicate marker, harmless)

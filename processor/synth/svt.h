@@ -1,5 +1,5 @@
 /* svt.h — the sparse-vector decision of `adaptive`'s DSFT and DSAT, in two
- * forms (ALGORITHMS.md §7):
+ * forms (docs/privacy.md §7):
  *
  *   corrected (the default; Lyu, Su, Li 2017 Alg. 1, c positives):
  *     ρ ~ Lap(Δ/ε_a) once; positive iff q_i + Lap(2cΔ/ε_b) >= T_i + ρ, with

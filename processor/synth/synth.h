@@ -1,5 +1,5 @@
 /* synth.h — the one interface every dpstream synthesizer implements
- * (DESIGN.md §4).  A synthesizer is a state machine with no I/O: it is
+ * (docs/design.md §4).  A synthesizer is a state machine with no I/O: it is
  * created from a validated JSON config, ingests updates, and at each step
  * close draws noise from the keyed DRBG and emits its release through a
  * sink.  Snapshot/restore continue byte-identically.
@@ -40,7 +40,7 @@ typedef enum dp_update_kind {
     DP_UPDATE_REPORT = 0,      /* an entity's value for a step (window, cumulative, hypercube, adaptive) */
     DP_UPDATE_INSERT = 1,      /* a row / point enters the dataset (marginal, spatial) */
     DP_UPDATE_DELETE = 2,      /* a row / point leaves the dataset */
-    DP_UPDATE_CLOSE_STEP = 3,  /* the step is closed (log-recorded boundary, DESIGN.md §2) */
+    DP_UPDATE_CLOSE_STEP = 3,  /* the step is closed (log-recorded boundary, docs/design.md §2) */
 } dp_update_kind;
 
 typedef enum dp_payload_kind {
@@ -73,7 +73,7 @@ typedef struct dp_update {
 } dp_update;
 
 /* Why an update was not used.  Rejections are data: the processor sends
- * them to the dead-letter topic with this code (DESIGN.md §8). */
+ * them to the dead-letter topic with this code (docs/design.md §8). */
 typedef enum dp_reject_reason {
     DP_REJECT_NONE = 0,
     DP_REJECT_MALFORMED,        /* undecodable / missing required fields */
@@ -132,7 +132,7 @@ typedef struct dp_release_manifest {
     const char     *synthesizer;      /* "window", "cumulative", … */
     dp_release_mode mode;
     uint64_t        record_count;
-    int             clamped;          /* a noisy target was infeasible and clamped (ALGORITHMS.md §3) */
+    int             clamped;          /* a noisy target was infeasible and clamped (docs/privacy.md §3) */
     const dp_kv    *debias;           /* e.g. {"n_pad", 41}, {"sigma2", 2000}, {"bins", 8} */
     size_t          n_debias;
 } dp_release_manifest;
@@ -150,7 +150,7 @@ typedef struct dp_budget_event {
     const char       *mechanism;      /* e.g. "window/discrete_gaussian" */
     const char       *unit;           /* "user-level over horizon T", "event-level", … */
     const char       *neighbors;      /* "replace" or "add_remove" */
-    const char       *public_inputs;  /* what the release treats as public, in words (ALGORITHMS.md §1) */
+    const char       *public_inputs;  /* what the release treats as public, in words (docs/privacy.md §1) */
     const char       *key_fingerprint;/* dp_key_fingerprint of the noise key (filled in by dp_synth) */
     dp_privacy_model  model;
     double            spent_step;
@@ -227,7 +227,7 @@ uint64_t dp_synth_open_step(const dp_synth *s);
 /* 1 once the stream is stopped (budget or horizon used up). */
 int  dp_synth_exhausted(const dp_synth *s);
 /* 1 when every rostered entity has reported in the open step (a close
- * trigger, DESIGN.md §2); 0 if the synthesizer has no roster. */
+ * trigger, docs/design.md §2); 0 if the synthesizer has no roster. */
 int  dp_synth_roster_complete(const dp_synth *s);
 
 /* Close the open step: ingest → stats → release through the sink.  After
@@ -388,7 +388,7 @@ int dp_synth_budget_zcdp_only(const char *name);
 /* (added) Fill e's spend fields from the ledger of one step of an
  * event-level synthesizer whose steps compose in parallel (every event is
  * touched only by its own step's mechanisms: `marginal`, `spatial`): the
- * step's spend is also the stream's total, the largest step's (ALGORITHMS.md
+ * step's spend is also the stream's total, the largest step's (docs/privacy.md
  * §1; the README's privacy section).  delta: for the zCDP → (ε, δ) figures. */
 void dp_budget_event_parallel_steps(dp_budget_event *e, const dp_ledger *l, double delta);
 

@@ -1,6 +1,6 @@
 /* window.c — `window`: synthetic data preserving every fixed time window
  * of length k (Bun, Gaboardi, Neunhoeffer, Zhang 2024 = seed 000, Alg. 1,
- * with the categorical extension of ALGORITHMS.md §3).
+ * with the categorical extension of docs/privacy.md §3).
  *
  * What is public and what is protected, in plain words: each person's
  * whole sequence of answers is protected (user-level ρ-zCDP over T).  Public
@@ -26,7 +26,7 @@
  *          exactly; then p_{zv} of the individuals with suffix z, chosen
  *          uniformly (partial Fisher–Yates), get value v.
  *
- * Privacy (Thm 3.1 with ALGORITHMS.md §3's neighbour correction): each
+ * Privacy (Thm 3.1 with docs/privacy.md §3's neighbour correction): each
  * release step is the Gaussian mechanism on the histogram (C_s)_s.  Under
  * add_remove one individual moves one bin by 1 (ℓ2² = 1); under replace
  * it leaves one bin and enters another (ℓ2² = 2).  With
@@ -195,7 +195,7 @@ static int window_release_create(dp_release_half **out, const json_t *config,
         memcpy(w->stream_id, env->stream_id, w->stream_id_len);
     w->stream_id[w->stream_id_len] = '\0';
 
-    /* σ² = (T-k+1)/(2ρ) · (2 under replace): ALGORITHMS.md §3. */
+    /* σ² = (T-k+1)/(2ρ) · (2 under replace): docs/privacy.md §3. */
     double s2 = (double)w->releases / (2.0 * c->rho) * (c->replace ? 2.0 : 1.0);
     char why[256] = "";
     if (dp_rational_from_double_up(s2, &w->sigma2_q) != DP_OK ||

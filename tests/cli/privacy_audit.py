@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""privacy_audit.py — the auditor's check of ALGORITHMS.md §1.
+"""privacy_audit.py — the auditor's check of docs/privacy.md §1.
 
 Two neighbouring inputs D and D2 (they differ in one person's updates) are
 replayed under many noise keys.  Everything the release publishes — every

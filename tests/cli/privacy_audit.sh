@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # privacy_audit.sh — an auditor's check that nothing a release publishes,
 # and no decision about anybody else's update, depends exactly on one
-# person's data (ALGORITHMS.md §1; issue 12 items 1 and 2).  Neighbouring
+# person's data (docs/privacy.md §1; issue 12 items 1 and 2).  Neighbouring
 # inputs D / D2 are replayed under many keys by privacy_audit.py, which
 # flags any field that is constant across keys but differs between D and
 # D2, and any difference in the decisions about other people's updates.

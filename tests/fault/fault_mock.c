@@ -18,10 +18,10 @@
  *             rewinds to the state topic and closes the step again;
  *   broker    three brokers; the broker leading every data partition goes
  *             down for 2 s mid-step and comes back (coordinators pinned to
- *             another broker: KAFKA.md, taking the coordinator down makes
+ *             another broker: docs/kafka.md §7, taking the coordinator down makes
  *             close hang).
  *
- * What is asserted, and why that much and no more (KAFKA.md, mock limits):
+ * What is asserted, and why that much and no more (docs/kafka.md §6, mock limits):
  * a read_committed reader of 2.0.2's mock also sees aborted transactions,
  * so "the committed view holds each release exactly once" cannot be
  * observed here (the real-broker integration tests check it).  What can be

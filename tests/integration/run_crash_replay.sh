@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_crash_replay.sh — crash equivalence on the real broker (DESIGN.md §2):
+# run_crash_replay.sh — crash equivalence on the real broker (docs/design.md §2):
 # kill -9 the processor at >= 10 random points, many of them inside an
 # open transaction (--debug-commit-delay-ms keeps every transaction open
 # for a while after its outputs are written), restart it each time with the

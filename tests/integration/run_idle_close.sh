@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_idle_close.sh — the step timer closes steps through the log
-# (DESIGN.md §2): with --idle-timeout-ms T a step closes T after it opened,
-# whoever reported (ALGORITHMS.md §1: the boundary depends on no one's
+# (docs/design.md §2): with --idle-timeout-ms T a step closes T after it opened,
+# whoever reported (docs/privacy.md §1: the boundary depends on no one's
 # data).  Input without any CLOSE_STEP marker is fed a step ahead — step
 # t + 1's reports arrive while step t is open and are held (lookahead 1) —
 # and one individual stops reporting after step 1; the processor must

@@ -1,5 +1,5 @@
 /* test_counter_common.c — generic checks over EVERY counter kind of
- * ALGORITHMS.md §2, in both privacy models: the analytic error variance
+ * docs/privacy.md §2, in both privacy models: the analytic error variance
  * against the empirical one over many keys, snapshot/restore continuity,
  * fail-closed horizons, unbounded operation, and config validation.
  *
