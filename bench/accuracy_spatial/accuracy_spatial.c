@@ -387,8 +387,19 @@ int main(int argc, char **argv)
         if (is_phd) {
             for (size_t k = first; k < i; k++) {
                 double x[2] = {u[k].p.x, u[k].p.y};
+                /* points.csv has no ids and `spatial` refuses a DELETE without
+                 * an entity: the point's bits are its entity, so a delete
+                 * removes a copy of its point as the source means (the
+                 * statistics, and so the release, are the same for any ids). */
+                char id[40];
+                double nx = x[0] + 0.0, ny = x[1] + 0.0;   /* -0.0 is the point 0.0 */
+                uint64_t bx, by;
+                memcpy(&bx, &nx, 8);
+                memcpy(&by, &ny, 8);
+                snprintf(id, sizeof id, "%016llx%016llx", (unsigned long long)bx, (unsigned long long)by);
                 dp_update up = {.stream_id = "bench/spatial", .stream_id_len = 13, .step = t,
                                 .kind = u[k].move > 0 ? DP_UPDATE_INSERT : DP_UPDATE_DELETE,
+                                .entity_id = id, .entity_id_len = 32,
                                 .payload = {.kind = DP_PAYLOAD_POINT, .point = x, .point_len = 2}};
                 dp_reject_reason why;
                 if (dp_synth_ingest(s, &up, &why) != DP_OK || why != DP_REJECT_NONE)
