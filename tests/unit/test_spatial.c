@@ -54,21 +54,24 @@ static void make_point(uint64_t i, double *x)
     x[1] = blob ? 0.6 + 0.3 * v : 0.2 + 0.2 * v;
 }
 
-/* Steps from..T: `ins` inserts, then deletes of the `del` oldest live points. */
+/* Steps from..T: `ins` inserts, then deletes of the `del` oldest live
+ * points; point i is entity "p<i>"'s, so its delete names that entity. */
 static void run(dp_synth *s, tk_sink *k, int from, int T, int ins, int del, uint64_t *next, uint64_t *oldest)
 {
     dp_release_sink rs = tk_sink_of(k);
-    char err[256];
+    char err[256], id[24];
     double x[2];
     for (int t = from; t <= T; t++) {
         for (int i = 0; i < ins; i++) {
+            snprintf(id, sizeof id, "p%llu", (unsigned long long)*next);
             make_point((*next)++, x);
-            dp_update u = pt_update((uint64_t)t, DP_UPDATE_INSERT, x, 2, NULL);
+            dp_update u = pt_update((uint64_t)t, DP_UPDATE_INSERT, x, 2, id);
             ingest_ok(s, &u);
         }
         for (int i = 0; i < del && *oldest < *next; i++) {
+            snprintf(id, sizeof id, "p%llu", (unsigned long long)*oldest);
             make_point((*oldest)++, x);
-            dp_update u = pt_update((uint64_t)t, DP_UPDATE_DELETE, x, 2, NULL);
+            dp_update u = pt_update((uint64_t)t, DP_UPDATE_DELETE, x, 2, id);
             ingest_ok(s, &u);
         }
         int rc = dp_synth_close_step(s, &rs, err, sizeof err);
@@ -277,6 +280,22 @@ static void test_determinism_and_restore(void)
         tk_check_replays(run_bytes, &cases[i], 1, 2, 3, 10000);
 }
 
+/* An entity-less DELETE is ENTITY_REQUIRED whatever others inserted, on
+ * event- and user-level streams (synth_testkit.h says why). */
+static void test_entityless_delete(void)
+{
+    static const char *const level[2] = {"{\"epsilon\": 1}", "{\"epsilon\": 1, \"sensitivity\": 2}"};
+    static const double pt[2] = {0.25, 0.75};
+    dp_key key;
+    dptest_key(&key, 1);
+    dp_synth_env env = {&key, "sp/1", 4};
+    for (int l = 0; l < 2; l++) {
+        json_t *j = tk_cfg_text("%s", level[l]);
+        tk_check_entityless_delete("spatial", j, &env, pt_update(1, DP_UPDATE_DELETE, pt, 2, NULL));
+        json_decref(j);
+    }
+}
+
 static void test_bad_input(void)
 {
     json_t *j = tk_cfg_text("{\"epsilon\": 1, \"box\": [[0, 10], [-5, 5]]}");
@@ -297,8 +316,9 @@ static void test_bad_input(void)
         {pt_update(1, DP_UPDATE_INSERT, nan_, 2, NULL), DP_REJECT_MALFORMED},
         {pt_update(1, DP_UPDATE_INSERT, inf_, 2, NULL), DP_REJECT_MALFORMED},
         {pt_update(1, DP_UPDATE_INSERT, three, 3, NULL), DP_REJECT_OUT_OF_DOMAIN},
-        {pt_update(1, DP_UPDATE_DELETE, absent, 2, NULL), DP_REJECT_NOT_PRESENT},
+        {pt_update(1, DP_UPDATE_DELETE, absent, 2, "alice"), DP_REJECT_NOT_PRESENT},
         {pt_update(1, DP_UPDATE_DELETE, ok, 2, "bob"), DP_REJECT_NOT_PRESENT},
+        {pt_update(1, DP_UPDATE_DELETE, ok, 2, NULL), DP_REJECT_ENTITY_REQUIRED},
         {pt_update(1, DP_UPDATE_REPORT, ok, 2, "alice"), DP_REJECT_WRONG_KIND},
         {pt_update(2, DP_UPDATE_INSERT, ok, 2, NULL), DP_REJECT_FUTURE_STEP},
     };
@@ -317,7 +337,7 @@ static void test_bad_input(void)
     CU_ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
     /* -0.0 is the point 0.0: a delete matches */
     double z[2] = {0.0, 1}, mz[2] = {-0.0, 1};
-    dp_update iz = pt_update(1, DP_UPDATE_INSERT, z, 2, NULL), dz = pt_update(1, DP_UPDATE_DELETE, mz, 2, NULL);
+    dp_update iz = pt_update(1, DP_UPDATE_INSERT, z, 2, "zed"), dz = pt_update(1, DP_UPDATE_DELETE, mz, 2, "zed");
     ingest_ok(s, &iz);
     ingest_ok(s, &dz);
     dp_update del = pt_update(1, DP_UPDATE_DELETE, ok, 2, "alice");
@@ -554,6 +574,7 @@ int main(void)
         {"ledger: the budget per step, init_steps warm-up, exhausted at the horizon", test_ledger_horizon_init},
         {"replay byte-identical, restore continues byte-identically, key matters", test_determinism_and_restore},
         {"bad points rejected with their reason, changing nothing; user limits", test_bad_input},
+        {"an entity-less DELETE is ENTITY_REQUIRED whatever others inserted", test_entityless_delete},
         {"safe variant keeps PrivTree's input monotone where the paper's does not", test_monotone_safe_variant},
         {"safe variant's released total is unbiased; the paper's rounding is not", test_safe_total_unbiased},
         {"output delta: removals + additions applied = the FULL release; small on a quiet stream", test_delta_output},
