@@ -92,10 +92,49 @@ static void test_config_errors(void)
     expect_refused("{\"epsilon\": 1, \"box\": [[-1e308, 1e308]]}", "box[0]");
     expect_refused("{\"epsilon\": 1, \"fanout\": 4}", "fanout");
     expect_refused("{\"epsilon\": 1, \"variant\": \"fast\"}", "variant");
+    expect_refused("{\"epsilon\": 1, \"variant\": \"paper\"}", "\"unsafe_paper_variant\": true");
+    expect_refused("{\"epsilon\": 1, \"unsafe_paper_variant\": 1}", "unsafe_paper_variant must be true or false");
     expect_refused("{\"epsilon\": 1, \"max_depth\": 61}", "max_depth");
     expect_refused("{\"epsilon\": 1, \"horizon\": 4, \"init_steps\": 5}", "init_steps");
     expect_refused("{\"epsilon\": 1, \"counter\": {\"kind\": \"block\", \"block\": 8}}", "horizon");
     expect_refused("{\"epsilon\": 1, \"tree_budget_fraction\": 1}", "tree_budget_fraction");
+}
+
+/* unsafe_paper_variant is labelled like adaptive's: every budget event
+ * and the plan carry dp 0 beside a mechanism text saying NOT
+ * DIFFERENTIALLY PRIVATE; the default carries dp 1.  (`variant: "paper"`
+ * is refused naming the switch: test_config_errors.) */
+static void test_unsafe_paper_labelled(void)
+{
+    for (int unsafe = 0; unsafe < 2; unsafe++) {
+        json_t *j = tk_cfg_text("{\"epsilon\": 1, \"max_depth\": 8, \"init_steps\": 2%s}",
+                                unsafe ? ", \"unsafe_paper_variant\": true" : "");
+        tk_sink k;
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
+        tk_sink_init(&k);
+        uint64_t next = 0, oldest = 0;
+        for (int t = 1; t <= 4; t++) {   /* step 1 warms up: its event is labelled too */
+            uint64_t events = k.budgets;
+            run(s, &k, t, t, 50, 10, &next, &oldest);
+            CU_ASSERT_EQUAL(k.budgets, events + 1);
+            CU_ASSERT_EQUAL(tk_kv(k.b_noise, k.b_noise_keys, k.b_n_noise, "dp"), unsafe ? 0 : 1);
+        }
+        dp_synth_plan p;
+        CU_ASSERT_EQUAL_FATAL(dp_synth_describe(s, &p, err, sizeof err), DP_OK);
+        double dp = NAN;
+        for (size_t i = 0; i < p.n_noise; i++)
+            if (strcmp(p.noise[i].key, "dp") == 0)
+                dp = p.noise[i].value;
+        CU_ASSERT_EQUAL(dp, unsafe ? 0 : 1);
+        CU_ASSERT_EQUAL(strstr(p.mechanism, "NOT DIFFERENTIALLY PRIVATE") != NULL, unsafe);
+        dp_synth_plan_free(&p);
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+        json_decref(j);
+    }
 }
 
 /* ε = 10^4: PrivTree's noise (λ = 6e-4) and the counters' are negligible
@@ -112,8 +151,8 @@ static void test_privtree_hand_splits(void)
 {
     enum { KEYS = 2000 };
     for (int variant = 0; variant < 2; variant++) {
-        json_t *j = tk_cfg_text("{\"epsilon\": 10000, \"theta\": 2.5, \"max_depth\": 2, \"variant\": \"%s\"}",
-                             variant ? "paper" : "safe");
+        json_t *j = tk_cfg_text("{\"epsilon\": 10000, \"theta\": 2.5, \"max_depth\": 2, "
+                                "\"unsafe_paper_variant\": %s}", variant ? "true" : "false");
         const double pts[4][2] = {{0.1, 0.1}, {0.2, 0.2}, {0.3, 0.4}, {0.8, 0.3}};
         int split_floor = 0;
         double lambda = 0, delta = 0;
@@ -247,13 +286,13 @@ static void test_ledger_horizon_init(void)
     json_decref(j);
 }
 
-typedef struct replay_case { const char *variant; int delta; } replay_case;
+typedef struct replay_case { int unsafe_paper; int delta; } replay_case;
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 {
     const replay_case *rc = ctx;
-    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", rc->variant,
-                            rc->delta ? ", \"output\": \"delta\"" : "");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"unsafe_paper_variant\": %s, \"max_depth\": 12%s}",
+                            rc->unsafe_paper ? "true" : "false", rc->delta ? ", \"output\": \"delta\"" : "");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -275,7 +314,7 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
 
 static void test_determinism_and_restore(void)
 {
-    replay_case cases[3] = {{"safe", 0}, {"paper", 0}, {"safe", 1}};
+    replay_case cases[3] = {{0, 0}, {1, 0}, {0, 1}};
     for (int i = 0; i < 3; i++)
         tk_check_replays(run_bytes, &cases[i], 1, 2, 3, 10000);
 }
@@ -376,7 +415,8 @@ static void test_monotone_safe_variant(void)
     double worst[2] = {0, 0};
     for (int vi = 0; vi < 2; vi++) {
         for (uint8_t kv = 1; kv <= 4; kv++) {
-            json_t *j = tk_cfg_text("{\"epsilon\": 0.5, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
+            json_t *j = tk_cfg_text("{\"epsilon\": 0.5, \"unsafe_paper_variant\": %s, \"max_depth\": 10}",
+                                    vi ? "true" : "false");
             dp_synth *s;
             dp_key key;
             char err[256];
@@ -411,7 +451,8 @@ static void test_safe_total_unbiased(void)
     double sum[2] = {0, 0}, sumsq[2] = {0, 0};
     for (int vi = 0; vi < 2; vi++)
         for (int key_i = 0; key_i < KEYS; key_i++) {
-            json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
+            json_t *j = tk_cfg_text("{\"epsilon\": 1, \"unsafe_paper_variant\": %s, \"max_depth\": 10}",
+                                    vi ? "true" : "false");
             dp_key key;
             dptest_key(&key, 0);
             memcpy(key.bytes, &key_i, sizeof key_i);
@@ -569,6 +610,8 @@ int main(void)
 {
     static const dptest_case cases[] = {
         {"config errors name their key", test_config_errors},
+        {"unsafe_paper_variant says dp 0 in every budget event and the plan (the default dp 1)",
+         test_unsafe_paper_labelled},
         {"PrivTree: hand-computed splits with negligible noise (both variants)", test_privtree_hand_splits},
         {"released total: discrete Laplace variance of the count budget", test_count_noise_variance},
         {"ledger: the budget per step, init_steps warm-up, exhausted at the horizon", test_ledger_horizon_init},
