@@ -137,6 +137,9 @@ static int plan(spatial_release *m, char *errstr, size_t errstr_size)
     if ((rc = dp_counter_create(&probe, &m->ccfg, &ns, why, sizeof why)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": counter: %s%s", why,
                       c->horizon ? "" : " (bounded counters need \"horizon\")");
+    /* The configuration as a counter keeps it (an unbounded kind drops the
+     * horizon): what its snapshots record and what a restore must expect. */
+    m->ccfg = *dp_counter_config_of(probe);
     dp_counter_destroy(probe);
     /* The plan per step: tree + counts = exactly the budget (per user). */
     double planned = c->sensitivity * (m->eps_tree + m->eps_count);

@@ -286,13 +286,14 @@ static void test_ledger_horizon_init(void)
     json_decref(j);
 }
 
-typedef struct replay_case { int unsafe_paper; int delta; } replay_case;
+typedef struct replay_case { int unsafe_paper; int delta; int horizon; } replay_case;
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 {
     const replay_case *rc = ctx;
-    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"unsafe_paper_variant\": %s, \"max_depth\": 12%s}",
-                            rc->unsafe_paper ? "true" : "false", rc->delta ? ", \"output\": \"delta\"" : "");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"unsafe_paper_variant\": %s, \"max_depth\": 12%s%s}",
+                            rc->unsafe_paper ? "true" : "false", rc->delta ? ", \"output\": \"delta\"" : "",
+                            rc->horizon ? ", \"horizon\": 6" : "");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -314,8 +315,10 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
 
 static void test_determinism_and_restore(void)
 {
-    replay_case cases[3] = {{0, 0}, {1, 0}, {0, 1}};
-    for (int i = 0; i < 3; i++)
+    /* the last: a horizon with the (unbounded) simple counter, whose
+     * snapshot records no horizon */
+    replay_case cases[4] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    for (int i = 0; i < 4; i++)
         tk_check_replays(run_bytes, &cases[i], 1, 2, 3, 10000);
 }
 
