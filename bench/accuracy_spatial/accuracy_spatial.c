@@ -9,7 +9,7 @@
  * move, x, y on [0,1]^2; queries.csv: x1,y1,x2,y2,size; stream.json: the
  * number of steps, trailing empty ones included).  Methods:
  *   phdstream        `spatial` behind synth.h (the code `dpstream` runs), variant safe
- *   phdstream-paper  the same, variant paper
+ *   phdstream-paper  the same, unsafe_paper_variant (NOT differentially private)
  *   b1   offline PrivTree (tree ε/2, leaf counts Lap(2/ε)) on the current data at
  *        every evaluated step — NOT differentially private over time (seed 002 §5.3)
  *   b2   offline PrivTree on the step's differential data (net counts), the
@@ -346,9 +346,9 @@ int main(int argc, char **argv)
     collect col = {&syn, 0};
     dp_release_sink sink = {&col, on_record, on_manifest, NULL};
     if (is_phd) {
-        json_t *j = json_pack("{s:[[i,i],[i,i]], s:f, s:i, s:s, s:I, s:o}", "box", 0, 1, 0, 1, "epsilon", eps_user,
-                              "max_depth", (int)c.max_depth, "variant",
-                              strcmp(c.method, "phdstream-paper") ? "safe" : "paper", "horizon", (json_int_t)steps,
+        json_t *j = json_pack("{s:[[i,i],[i,i]], s:f, s:i, s:b, s:I, s:o}", "box", 0, 1, 0, 1, "epsilon", eps_user,
+                              "max_depth", (int)c.max_depth, "unsafe_paper_variant",
+                              !strcmp(c.method, "phdstream-paper"), "horizon", (json_int_t)steps,
                               "counter", block ? json_pack("{s:s,s:i}", "kind", "block", "block", 8)
                                                : json_string("simple"));
         dp_synth_env env = {&key, "bench/spatial", 13};
@@ -387,8 +387,19 @@ int main(int argc, char **argv)
         if (is_phd) {
             for (size_t k = first; k < i; k++) {
                 double x[2] = {u[k].p.x, u[k].p.y};
+                /* points.csv has no ids and `spatial` refuses a DELETE without
+                 * an entity: the point's bits are its entity, so a delete
+                 * removes a copy of its point as the source means (the
+                 * statistics, and so the release, are the same for any ids). */
+                char id[40];
+                double nx = x[0] + 0.0, ny = x[1] + 0.0;   /* -0.0 is the point 0.0 */
+                uint64_t bx, by;
+                memcpy(&bx, &nx, 8);
+                memcpy(&by, &ny, 8);
+                snprintf(id, sizeof id, "%016llx%016llx", (unsigned long long)bx, (unsigned long long)by);
                 dp_update up = {.stream_id = "bench/spatial", .stream_id_len = 13, .step = t,
                                 .kind = u[k].move > 0 ? DP_UPDATE_INSERT : DP_UPDATE_DELETE,
+                                .entity_id = id, .entity_id_len = 32,
                                 .payload = {.kind = DP_PAYLOAD_POINT, .point = x, .point_len = 2}};
                 dp_reject_reason why;
                 if (dp_synth_ingest(s, &up, &why) != DP_OK || why != DP_REJECT_NONE)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """run.py — seed 002's evaluation of `spatial` on one point stream (issue 15):
-PHDStream (safe default and paper variant) and the baselines B1–B3 over
+PHDStream (safe default and unsafe_paper_variant, NOT DP) and the baselines B1–B3 over
 counters, ε and noise keys, by the authors' metric, and — when given the
 authors' own runs — side by side with their implementation.
 

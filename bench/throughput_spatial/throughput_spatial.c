@@ -65,16 +65,19 @@ int main(int argc, char **argv)
     memset(&key, 0x42, sizeof key);
     char err[512];
     for (uint64_t rep = 0; rep < repeat; rep++) {
-        /* the bare multiset: (entity-length 0, point) -> count */
+        /* the bare multiset: (entity length, entity "p<i>", point) -> count,
+         * the key the ingest half builds for the same update */
         dp_bytes_map bare;
         dp_bytes_map_init(&bare);
         double t0 = now();
         for (uint64_t i = 0; i < n; i++) {
-            uint8_t k[4 + 16] = {0};
+            uint8_t k[4 + 24 + 16] = {0};
             double x[2];
             point(i, x);
-            memcpy(k + 4, x, 16);
-            dp_bytes_map_slot *s = dp_bytes_map_upsert(&bare, k, sizeof k);
+            int el = snprintf((char *)k + 4, 24, "p%llu", (unsigned long long)i);
+            k[0] = (uint8_t)el;
+            memcpy(k + 4 + el, x, 16);
+            dp_bytes_map_slot *s = dp_bytes_map_upsert(&bare, k, 4 + (size_t)el + 16);
             if (!s)
                 return 1;
             s->value = (void *)((intptr_t)s->value + 1);
@@ -98,9 +101,13 @@ int main(int argc, char **argv)
             double a = now();
             for (uint64_t i = 0; i < ins + del; i++) {
                 int is_del = i >= ins;
-                point(is_del ? oldest++ : next++, x);
+                uint64_t p = is_del ? oldest++ : next++;
+                point(p, x);
+                char id[24];   /* point p is entity p's: a DELETE must name its entity */
+                int id_len = snprintf(id, sizeof id, "p%llu", (unsigned long long)p);
                 dp_update u = {.stream_id = "bench/tp", .stream_id_len = 8, .step = t,
                                .kind = is_del ? DP_UPDATE_DELETE : DP_UPDATE_INSERT,
+                               .entity_id = id, .entity_id_len = (size_t)id_len,
                                .payload = {.kind = DP_PAYLOAD_POINT, .point = x, .point_len = 2}};
                 dp_reject_reason why;
                 if (dp_synth_ingest(s, &u, &why) != DP_OK || why != DP_REJECT_NONE)

@@ -27,10 +27,11 @@ caller fetched them, or generated.
       as clmfires.csv for `dpstream load --time-column` (one step per month).
 
 Every subcommand writes DIR/points.csv (step,move,x,y; move +1 insert / -1
-delete), DIR/updates.jsonl (INSERT/DELETE updates + a CLOSE_STEP per step,
-for `dpstream replay`), DIR/dpstream.json (a config routing the stream to
-`spatial`), DIR/stream.json (its name and number of steps, some of which
-may be empty) and, where the source has them, DIR/queries.csv (x1,y1,x2,y2,size).
+delete), DIR/updates.jsonl (INSERT/DELETE updates, each with an entity,
+and a CLOSE_STEP per step, for `dpstream replay`), DIR/dpstream.json (a
+config routing the stream to `spatial`), DIR/stream.json (its name and
+number of steps, some of which may be empty) and, where the source has
+them, DIR/queries.csv (x1,y1,x2,y2,size).
 """
 import argparse
 import csv
@@ -97,11 +98,24 @@ def write_stream(out, stream, steps, config, queries=None):
         for t, rows in enumerate(steps, 1):
             for move, x, y in rows:
                 w.writerow([t, move, repr(x), repr(y)])
+    # Every insert is its own entity ("p<n>"), and a delete names the entity
+    # of the oldest live insert of its point: dpstream refuses a DELETE
+    # without an entity (ENTITY_REQUIRED — matched by value it would depend
+    # on who else holds the point).  The sources have no ids; pairing by
+    # value keeps the stream the one they describe.
+    live, n = {}, 0
     with open(os.path.join(out, "updates.jsonl"), "w") as f:
         for t, rows in enumerate(steps, 1):
             for move, x, y in rows:
+                held = live.setdefault((x, y), [])
+                if move > 0 or not held:   # an unmatched delete gets a fresh entity: NOT_PRESENT
+                    entity, n = f"p{n}", n + 1
+                    if move > 0:
+                        held.append(entity)
+                else:
+                    entity = held.pop(0)
                 f.write(json.dumps({"stream": stream, "step": t, "kind": "INSERT" if move > 0 else "DELETE",
-                                    "point": [x, y]}, separators=(",", ":")) + "\n")
+                                    "entity": entity, "point": [x, y]}, separators=(",", ":")) + "\n")
             f.write(json.dumps({"stream": stream, "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")) + "\n")
     json.dump({"streams": [{"match": stream, "synthesizer": "spatial", "config": config}]},
               open(os.path.join(out, "dpstream.json"), "w"), indent=1)

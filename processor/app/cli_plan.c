@@ -8,6 +8,14 @@
 
 json_t *cli_json_real(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+int cli_plan_is_dp(const dp_synth_plan *p)
+{
+    for (size_t i = 0; i < p->n_noise; i++)
+        if (strcmp(p->noise[i].key, "dp") == 0)
+            return p->noise[i].value != 0;
+    return 1;
+}
+
 static void print_kvs(const char *label, const dp_kv *kv, size_t n)
 {
     if (!n)

@@ -13,6 +13,9 @@
  * Nothing is drawn from that key and nothing of it is printed: the plan
  * is a function of the configuration only.
  *
+ * A route whose plan says dp 0 (a synthesizer's unsafe_paper_variant) gets
+ * a WARNING line on stderr: valid, but not differentially private.
+ *
  * Exit status: 0 valid; 2 invalid (the message names the JSON path) or a
  * usage error; 3 the file cannot be read. */
 #include <inttypes.h>
@@ -37,7 +40,8 @@ static void check_usage(FILE *f)
             "plan: synthesizer, mechanism, privacy unit and model, total budget and its\n"
             "(epsilon, delta) equivalents, per-step spends, noise parameters and the stated\n"
             "accuracy where the synthesizer states one.  The plan depends on the\n"
-            "configuration only.\n"
+            "configuration only.  A stream run under unsafe_paper_variant (NOT differentially\n"
+            "private) gets a WARNING line on stderr.\n"
             "  --json   one JSON document on stdout (also for an invalid config: valid false)\n"
             "Exit 0 if valid, 2 if not (or on a usage error), 3 if the file cannot be read.\n");
 }
@@ -198,10 +202,17 @@ int cmd_check_config(int argc, char **argv)
             status = CLI_EXIT_FAILED;
             break;
         }
+        /* on stderr in both forms: a config that is valid but not private
+         * must not pass silently, and --json's stdout stays one document */
+        const dp_stream_route *r = &cfg->routes[i];
+        if (!cli_plan_is_dp(&plan))
+            fprintf(stderr, "WARNING: streams[%zu] %s \"%s\" (%s): unsafe_paper_variant is NOT differentially "
+                            "private; for comparison only\n", i, r->match ? "match" : "prefix",
+                    r->match ? r->match : r->prefix, r->synthesizer);
         if (as_json)
-            json_array_append_new(streams, route_json(i, &cfg->routes[i], &plan));
+            json_array_append_new(streams, route_json(i, r, &plan));
         else
-            print_route_text(i, &cfg->routes[i], &plan);
+            print_route_text(i, r, &plan);
         dp_synth_plan_free(&plan);
     }
     if (as_json && status == CLI_EXIT_OK)

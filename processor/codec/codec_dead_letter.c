@@ -8,7 +8,7 @@
 
 #include "core/dp_error.h"
 
-/* RejectReason symbols are dp_reject_reason 1..14 in order (NONE is not a
+/* RejectReason symbols are dp_reject_reason 1..15 in order (NONE is not a
  * reason to dead-letter).  Adding a reason to synth.h must add the symbol
  * to schemas/DeadLetter.avsc: this assertion makes sure nobody forgets. */
 _Static_assert(DP_REJECT_MALFORMED == 1 && DP_REJECT_UNKNOWN_STREAM == 2 &&
@@ -17,7 +17,8 @@ _Static_assert(DP_REJECT_MALFORMED == 1 && DP_REJECT_UNKNOWN_STREAM == 2 &&
                DP_REJECT_LATE == 7 && DP_REJECT_FUTURE_STEP == 8 && DP_REJECT_EXHAUSTED == 9 &&
                DP_REJECT_KEY_MISMATCH == 10 && DP_REJECT_STREAM_LIMIT == 11 &&
                DP_REJECT_NOT_PRESENT == 12 && DP_REJECT_USER_LIMIT == 13 &&
-               DP_REJECT_INCOMPATIBLE_SCHEMA == 14 && DP_REJECT_REASON_COUNT == 15,
+               DP_REJECT_INCOMPATIBLE_SCHEMA == 14 && DP_REJECT_ENTITY_REQUIRED == 15 &&
+               DP_REJECT_REASON_COUNT == 16,
                "dp_reject_reason must match DeadLetter.avsc's RejectReason symbols");
 
 static int fill_dead_letter(dp_codec *c, const dp_codec_dead_letter *d, char *errstr,

@@ -136,14 +136,12 @@ int dp_adaptive_config_parse(dp_adaptive_config *c, const json_t *cfg, char *err
             return rc;
         c->burn_in = (uint32_t)u;
     }
-    if ((v = json_object_get(cfg, "unsafe_paper_variant"))) {
-        if (!json_is_boolean(v))
-            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": unsafe_paper_variant must be true or false");
-        c->unsafe_paper = json_is_true(v);
-        if (c->unsafe_paper && (c->w_event || c->method >= DP_ADAPTIVE_BD))
-            return dp_err(errstr, errstr_size, DP_EINVAL,
-                          NAME ": unsafe_paper_variant is for dsat and dsft under user-level privacy");
-    }
+    if ((rc = dp_cfg_bool(json_object_get(cfg, "unsafe_paper_variant"), NAME, "unsafe_paper_variant",
+                          &c->unsafe_paper, errstr, errstr_size)))
+        return rc;
+    if (c->unsafe_paper && (c->w_event || c->method >= DP_ADAPTIVE_BD))
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      NAME ": unsafe_paper_variant is for dsat and dsft under user-level privacy");
     if ((v = json_object_get(cfg, "n_min"))) {
         if ((rc = dp_cfg_uint(v, NAME, "n_min", 1, (uint64_t)1 << 40, &c->n_min, errstr, errstr_size)))
             return rc;

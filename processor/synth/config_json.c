@@ -104,6 +104,16 @@ int dp_cfg_choice(const json_t *v, const char *name, const char *what, const cha
     return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be one of %s", name, what, list);
 }
 
+int dp_cfg_bool(const json_t *v, const char *name, const char *what, int *out, char *errstr, size_t errstr_size)
+{
+    if (!v)
+        return DP_OK;
+    if (!json_is_boolean(v))
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s: %s must be true or false", name, what);
+    *out = json_is_true(v);
+    return DP_OK;
+}
+
 int dp_cfg_attributes(const json_t *v, const char *name, uint32_t max_attrs, uint32_t max_categories, char **names,
                       uint32_t *sizes, uint32_t *n, char *errstr, size_t errstr_size)
 {

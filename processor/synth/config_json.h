@@ -22,6 +22,8 @@ int dp_cfg_real(const json_t *v, const char *name, const char *what, double *out
  * its index; absent: *out unchanged. */
 int dp_cfg_choice(const json_t *v, const char *name, const char *what, const char *const *names, int *out,
                   char *errstr, size_t errstr_size);
+/* An optional JSON boolean: *out = 1 or 0; absent: *out unchanged. */
+int dp_cfg_bool(const json_t *v, const char *name, const char *what, int *out, char *errstr, size_t errstr_size);
 /* The checks every synthesizer config starts with: a JSON object, every
  * key in `keys` (NULL-terminated), and "synthesizer", if present, naming
  * `name`. */

@@ -94,11 +94,9 @@ int dp_long_config_parse(dp_long_config *c, const char *name, const json_t *cfg,
             return dp_err(errstr, errstr_size, DP_EINVAL,
                           "%s: neighbors must be \"replace\" or \"add_remove\"", name);
     }
-    if ((v = json_object_get(cfg, "assume_public_n"))) {
-        if (!json_is_boolean(v))
-            return dp_err(errstr, errstr_size, DP_EINVAL, "%s: assume_public_n must be true or false", name);
-        c->assume_public_n = json_is_true(v);
-    }
+    if ((rc = dp_cfg_bool(json_object_get(cfg, "assume_public_n"), name, "assume_public_n", &c->assume_public_n,
+                          errstr, errstr_size)))
+        return rc;
     /* cumulative releases exactly n records (record_count and
      * debias.population = n), so n is in every release.  Under replace
      * neighbours n is fixed and public; add/remove neighbours protect it,

@@ -60,6 +60,13 @@ static size_t entity_value_key(dp_multiset *m, const dp_update *u, const uint8_t
 
 int dp_multiset_apply(dp_multiset *m, const dp_update *u, const uint8_t *value, dp_reject_reason *reason)
 {
+    /* Before any lookup: matched by value alone, an entity-less DELETE would
+     * be used or NOT_PRESENT as someone else did or did not insert that
+     * value — one person's data deciding about another's update. */
+    if (u->kind == DP_UPDATE_DELETE && (!u->entity_id || u->entity_id_len == 0)) {
+        *reason = DP_REJECT_ENTITY_REQUIRED;
+        return DP_OK;
+    }
     if ((*reason = dp_multiset_check_user(m, u)) != DP_REJECT_NONE)
         return DP_OK;
     size_t klen = entity_value_key(m, u, value);

@@ -2,10 +2,13 @@
  * the ingest halves of `marginal` (categorical rows) and `spatial` (points)
  * keep, with the open step's change and the per-user event counts.
  *
- *   items   (entity, value) -> copies present now.  A DELETE is used only
- *           if its (entity, value) is present (else NOT_PRESENT): with
- *           entity ids the decision depends on that entity's own history
- *           alone (docs/privacy.md §1); without, deletes match by value.
+ *   items   (entity, value) -> copies present now.  A DELETE must name
+ *           its entity (else ENTITY_REQUIRED: matched by value it would
+ *           depend on whether anybody else holds the value) and is used
+ *           only if its (entity, value) is present (else NOT_PRESENT), so
+ *           the decision depends on that entity's own history alone
+ *           (docs/privacy.md §1).  An INSERT may be anonymous; such a row
+ *           can never be deleted.
  *   delta   value -> its net change in the open step (+1 INSERT, -1 DELETE)
  *   added   value -> INSERTs in the open step (only when track_added: the
  *           insert-only differential data ∇f⁺ of spatial's safe variant)
@@ -43,9 +46,10 @@ void dp_multiset_free(dp_multiset *m);
 dp_reject_reason dp_multiset_check_user(const dp_multiset *m, const dp_update *u);
 
 /* Apply u (an INSERT or DELETE already checked for step, kind and domain)
- * with its value bytes.  *reason = NOT_PRESENT, USER_LIMIT or MALFORMED
- * (entity too long) if not used; a rejected or failed update changes
- * nothing.  DP_ENOMEM on out of memory. */
+ * with its value bytes.  *reason = ENTITY_REQUIRED (a DELETE without an
+ * entity), NOT_PRESENT, USER_LIMIT or MALFORMED (entity too long) if not
+ * used; a rejected or failed update changes nothing.  DP_ENOMEM on out of
+ * memory. */
 int  dp_multiset_apply(dp_multiset *m, const dp_update *u, const uint8_t *value, dp_reject_reason *reason);
 
 typedef enum dp_multiset_change { DP_MULTISET_NET = 0, DP_MULTISET_ADDED = 1 } dp_multiset_change;

@@ -14,12 +14,15 @@
  *
  * Variants.  PrivTree's privacy proof (Zhang et al. 2016, Thm 4.2) needs
  * c(child) <= c(parent), which negative counter outputs and deletions
- * break.  "paper" feeds base = g_{t-1}, ∇ = ∇f_t (net) as published.
- * "safe" (the default) feeds base = the released synthetic data's measure
- * (round⁺ counts of T_{t-1}'s leaves, spread uniformly below them: non-
- * negative and consistent) and ∇ = ∇f⁺_t, the insertions only (a non-
- * negative measure), so c_t is a non-negative measure and monotone.  The
- * counters count the net ∇f_t in both.
+ * break.  The published rule feeds base = g_{t-1}, ∇ = ∇f_t (net): it is
+ * NOT differentially private as stated, so it runs only under the switch
+ * `unsafe_paper_variant: true` (for comparison), and every budget event
+ * and the plan say dp 0 beside the mechanism text.  The default ("safe")
+ * feeds base = the released synthetic data's measure (round⁺ counts of
+ * T_{t-1}'s leaves, spread uniformly below them: non-negative and
+ * consistent) and ∇ = ∇f⁺_t, the insertions only (a non-negative
+ * measure), so c_t is a non-negative measure and monotone.  The counters
+ * count the net ∇f_t in both.
  *
  * Privacy (pure ε per user, s = sensitivity events per user, event-level
  * when s is absent).  Every event is an INSERT or DELETE at one input
@@ -134,6 +137,9 @@ static int plan(spatial_release *m, char *errstr, size_t errstr_size)
     if ((rc = dp_counter_create(&probe, &m->ccfg, &ns, why, sizeof why)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": counter: %s%s", why,
                       c->horizon ? "" : " (bounded counters need \"horizon\")");
+    /* The configuration as a counter keeps it (an unbounded kind drops the
+     * horizon): what its snapshots record and what a restore must expect. */
+    m->ccfg = *dp_counter_config_of(probe);
     dp_counter_destroy(probe);
     /* The plan per step: tree + counts = exactly the budget (per user). */
     double planned = c->sensitivity * (m->eps_tree + m->eps_count);
@@ -454,6 +460,25 @@ static int emit_points(spatial_release *m, uint32_t n_leaves, const uint64_t *pr
     return rc;
 }
 
+/* What the budget events and the plan say (the same words in both). */
+static const char *mechanism_of(const dp_spatial_config *c)
+{
+    return c->variant == DP_SPATIAL_SAFE
+               ? NAME "/privtree+discrete_laplace"
+               : NAME "/privtree+discrete_laplace (unsafe_paper_variant: NOT covered by PrivTree's privacy proof "
+                      "under deletions or negative counts; NOT DIFFERENTIALLY PRIVATE; comparison only)";
+}
+
+static const char *unit_of(const dp_spatial_config *c)
+{
+    return c->event_level ? "event-level: one point inserted or deleted at one step (parallel over steps)"
+                          : "user-level: an entity's `sensitivity` point events (parallel over steps)";
+}
+
+#define PUBLIC_INPUTS                                                                                              \
+    "the configuration (box, budget, tree limits, counter) and the step boundaries; the tree's shape is released; " \
+    "the number of points is protected"
+
 static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_release_sink *sink)
 {
     const dp_spatial_config *c = &m->cfg;
@@ -479,7 +504,8 @@ static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_r
     int rc = sink->manifest ? sink->manifest(sink->ctx, &man) : 0;
     if (rc != 0)
         return rc;
-    dp_kv noise[] = {{"privtree_lambda", m->privtree.lambda},
+    dp_kv noise[] = {{"dp", c->variant == DP_SPATIAL_SAFE ? 1 : 0},   /* 0: unsafe_paper_variant */
+                     {"privtree_lambda", m->privtree.lambda},
                      {"privtree_delta", dp_privtree_delta(&m->privtree)},
                      {"privtree_theta", dp_privtree_theta(&m->privtree)},
                      {"tree_epsilon", m->eps_tree},
@@ -491,15 +517,10 @@ static int emit_event(spatial_release *m, uint64_t step, int warming, const dp_r
         .stream_id_len = m->stream_id_len,
         .step = step,
         .status = m->exhausted ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
-        .mechanism = c->variant == DP_SPATIAL_SAFE
-                         ? NAME "/privtree+discrete_laplace"
-                         : NAME "/privtree+discrete_laplace (variant paper: NOT covered by PrivTree's privacy "
-                                "proof under deletions or negative counts; not differentially private as stated)",
-        .unit = c->event_level ? "event-level: one point inserted or deleted at one step (parallel over steps)"
-                               : "user-level: an entity's `sensitivity` point events (parallel over steps)",
+        .mechanism = mechanism_of(c),
+        .unit = unit_of(c),
         .neighbors = "add_remove",
-        .public_inputs = "the configuration (box, budget, tree limits, counter) and the step boundaries; the tree's "
-                         "shape is released; the number of points is protected",
+        .public_inputs = PUBLIC_INPUTS,
         .model = DP_PRIVACY_PURE,
         .noise = noise,
         .n_noise = sizeof noise / sizeof noise[0],
@@ -579,15 +600,10 @@ static int spatial_release_describe(const dp_release_half *rel, dp_synth_plan *o
 {
     const spatial_release *m = (const spatial_release *)rel;
     const dp_spatial_config *c = &m->cfg;
-    out->mechanism = c->variant == DP_SPATIAL_SAFE
-                         ? NAME "/privtree+discrete_laplace"
-                         : NAME "/privtree+discrete_laplace (variant paper: NOT covered by PrivTree's privacy "
-                                "proof under deletions or negative counts; not differentially private as stated)";
-    out->unit = c->event_level ? "event-level: one point inserted or deleted at one step (parallel over steps)"
-                               : "user-level: an entity's `sensitivity` point events (parallel over steps)";
+    out->mechanism = mechanism_of(c);
+    out->unit = unit_of(c);
     out->neighbors = "add_remove";
-    out->public_inputs = "the configuration (box, budget, tree limits, counter) and the step boundaries; the tree's "
-                         "shape is released; the number of points is protected";
+    out->public_inputs = PUBLIC_INPUTS;
     dp_plan_budget(out, DP_PRIVACY_PURE, c->epsilon, 0);
     out->horizon = c->horizon;
     out->composition = "parallel";
@@ -601,6 +617,7 @@ static int spatial_release_describe(const dp_release_half *rel, dp_synth_plan *o
                              dp_ledger_units_value(&m->ledger, m->tree_units + m->count_units));
     dp_plan_kv(out->spend, &out->n_spend, "tree_epsilon", m->eps_tree);
     dp_plan_kv(out->spend, &out->n_spend, "count_epsilon", m->eps_count);
+    dp_plan_kv(out->noise, &out->n_noise, "dp", c->variant == DP_SPATIAL_SAFE ? 1 : 0);
     dp_plan_kv(out->noise, &out->n_noise, "privtree_lambda", m->privtree.lambda);
     dp_plan_kv(out->noise, &out->n_noise, "privtree_delta", dp_privtree_delta(&m->privtree));
     dp_plan_kv(out->noise, &out->n_noise, "privtree_theta", dp_privtree_theta(&m->privtree));

@@ -14,7 +14,7 @@
 
 static const char *const KEYS[] = {"synthesizer", "box", "epsilon", "sensitivity", "tree_budget_fraction",
                                    "fanout", "max_depth", "theta", "init_steps", "counter", "variant",
-                                   "horizon", "max_nodes", "max_release_points", "output", "delta", NULL};
+                                   "unsafe_paper_variant", "horizon", "max_nodes", "max_release_points", "output", "delta", NULL};
 
 int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
 {
@@ -80,12 +80,23 @@ int dp_spatial_config_parse(dp_spatial_config *c, const json_t *cfg, char *errst
         c->counter_block = k.block;
         c->counter_buffers = k.buffers;
     }
-    static const char *const VARIANTS[] = {"safe", "paper", NULL};
+    /* The published rule is not differentially private under deletions, so
+     * it is not a "variant" among equals: like adaptive's, it takes a switch
+     * whose name says so, and "variant" keeps only "safe" (old configs). */
+    v = json_object_get(cfg, "variant");
+    if (json_is_string(v) && strcmp(json_string_value(v), "paper") == 0)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      NAME ": \"variant\": \"paper\" is now written \"unsafe_paper_variant\": true (the published "
+                           "rule is NOT differentially private under deletions; for comparison only)");
+    static const char *const VARIANTS[] = {"safe", NULL};
     int variant = 0;
-    if ((rc = dp_cfg_choice(json_object_get(cfg, "variant"), NAME, "variant", VARIANTS, &variant, errstr,
-                            errstr_size)))
+    if ((rc = dp_cfg_choice(v, NAME, "variant", VARIANTS, &variant, errstr, errstr_size)))
         return rc;
-    c->variant = (dp_spatial_variant)variant;
+    int unsafe = 0;
+    if ((rc = dp_cfg_bool(json_object_get(cfg, "unsafe_paper_variant"), NAME, "unsafe_paper_variant", &unsafe, errstr,
+                          errstr_size)))
+        return rc;
+    c->variant = unsafe ? DP_SPATIAL_PAPER : DP_SPATIAL_SAFE;
     if ((v = json_object_get(cfg, "horizon")) &&
         (rc = dp_cfg_uint(v, NAME, "horizon", 1, DP_SPATIAL_MAX_HORIZON, &c->horizon, errstr, errstr_size)))
         return rc;

@@ -12,8 +12,11 @@
  *   theta                 PrivTree's threshold θ (default 0)
  *   init_steps            t₀: input steps 1..t₀ form the first release (default 1)
  *   counter               a counter kind or {"kind", "block", "buffers"} (default "simple")
- *   variant               "safe" (default) | "paper" (see spatial.c: not covered by
- *                         PrivTree's proof under deletions)
+ *   unsafe_paper_variant  true: the published rule (see spatial.c), NOT differentially
+ *                         private under deletions — for comparison only; every budget
+ *                         event says so (dp 0) and check-config warns (default false)
+ *   variant               "safe" only (accepted for old configs); "paper" is refused with
+ *                         a message naming unsafe_paper_variant
  *   horizon               T input steps (required by bounded counters; absent: unbounded)
  *   max_nodes             materialised-tree limit (default 2^22 nodes)
  *   max_release_points    a release with more points is cut and flagged (default 10^7, at most 2^34)

@@ -68,6 +68,7 @@ static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_NOT_PRESENT] = "NOT_PRESENT",
     [DP_REJECT_USER_LIMIT] = "USER_LIMIT",
     [DP_REJECT_INCOMPATIBLE_SCHEMA] = "INCOMPATIBLE_SCHEMA",
+    [DP_REJECT_ENTITY_REQUIRED] = "ENTITY_REQUIRED",
 };
 
 static const char *const RELEASE_MODE_NAMES[DP_RELEASE_MODE_COUNT] = {
@@ -115,6 +116,7 @@ const char *dp_reject_reason_text(dp_reject_reason r)
     case DP_REJECT_NOT_PRESENT:      return "DELETE of a row that is not in the current data (for its entity)";
     case DP_REJECT_USER_LIMIT:       return "user-level stream: the update has no entity, or its entity used its max_rows_per_user row events";
     case DP_REJECT_INCOMPATIBLE_SCHEMA: return "written with a schema (registry id) that cannot be read as dpstream's Update";
+    case DP_REJECT_ENTITY_REQUIRED:  return "DELETE without an entity: a delete must name the entity whose row or point it removes";
     default:                         return "refused by the synthesizer";
     }
 }

@@ -39,7 +39,7 @@
 typedef enum dp_update_kind {
     DP_UPDATE_REPORT = 0,      /* an entity's value for a step (window, cumulative, hypercube, adaptive) */
     DP_UPDATE_INSERT = 1,      /* a row / point enters the dataset (marginal, spatial) */
-    DP_UPDATE_DELETE = 2,      /* a row / point leaves the dataset */
+    DP_UPDATE_DELETE = 2,      /* a row / point leaves the dataset (its entity required: ENTITY_REQUIRED) */
     DP_UPDATE_CLOSE_STEP = 3,  /* the step is closed (log-recorded boundary, docs/design.md §2) */
 } dp_update_kind;
 
@@ -90,6 +90,7 @@ typedef enum dp_reject_reason {
     DP_REJECT_NOT_PRESENT,      /* DELETE of a row that is not in the current data */
     DP_REJECT_USER_LIMIT,       /* user-level stream: no entity, or the entity's row events used up */
     DP_REJECT_INCOMPATIBLE_SCHEMA, /* framed with a writer schema id that cannot be read as Update */
+    DP_REJECT_ENTITY_REQUIRED,  /* DELETE without an entity (it would match other people's rows) */
     DP_REJECT_REASON_COUNT
 } dp_reject_reason;
 

@@ -9,7 +9,10 @@
 # message naming the JSON path — a malformed file, a bad value, a plan
 # refused for privacy (cumulative add/remove neighbours would publish n
 # exactly) and a budget the exact samplers cannot honour; a missing file
-# is exit 3.
+# is exit 3.  A stream under unsafe_paper_variant (adaptive's DSAT, spatial's
+# published PrivTree input) is valid but gets a WARNING line on stderr, and
+# its plan says dp 0 (the good config's say dp 1); spatial's old
+# `"variant": "paper"` is refused with a message naming the new switch.
 #
 # No configuration can overspend: every synthesizer derives its per-step
 # spends from the declared total and its accountant checks the plan
@@ -106,6 +109,7 @@ sp = st[3]
 check(spends(sp) == [(1, 1, 0.0), (2, 8, 1.0)], f"spatial spends {spends(sp)}")
 check(sp["spend"]["tree_epsilon"] + sp["spend"]["count_epsilon"] == 1 and sp["accuracy"]["leaf_count_scale"] == 2,
       "spatial split")
+check(sp["noise"]["dp"] == 1 and st[4]["noise"]["dp"] == 1, "spatial / adaptive: dp 1")
 # adaptive user-level: decisions + C releases = epsilon; no fixed schedule
 a = st[4]
 check(a["spends"] == [] and a["composition"] == "sequential", "adaptive schedule")
@@ -154,6 +158,28 @@ if seen != 20:
 sys.exit(0 if ok else 1)
 EOF
 
+# --- unsafe_paper_variant: valid, but warned about and dp 0 ----------------------------------------
+cat > "$WORK/unsafe.json" <<'EOF'
+{"streams": [
+   {"match": "w", "synthesizer": "window", "config": {"horizon": 4, "k": 2, "rho": 0.5}},
+   {"prefix": "ada/", "synthesizer": "adaptive",
+    "config": {"categories": 3, "epsilon": 1, "horizon": 8, "n_min": 30, "unsafe_paper_variant": true}},
+   {"match": "spa", "synthesizer": "spatial", "config": {"epsilon": 1, "unsafe_paper_variant": true}}
+ ]}
+EOF
+for form in text json; do
+    flag=; [ "$form" = json ] && flag=--json
+    "$BIN" check-config --config "$WORK/unsafe.json" $flag > "$WORK/u.out" 2> "$WORK/u.err" \
+        || fail "unsafe config ($form): exit $?: $(cat "$WORK/u.err")"
+    for s in 'WARNING: streams[1] prefix "ada/" (adaptive): unsafe_paper_variant is NOT differentially private' \
+             'WARNING: streams[2] match "spa" (spatial): unsafe_paper_variant is NOT differentially private'; do
+        grep -qF "$s" "$WORK/u.err" || fail "unsafe config ($form): no '$s' on stderr: $(cat "$WORK/u.err")"
+    done
+    [ "$(grep -c WARNING "$WORK/u.err")" -eq 2 ] || fail "unsafe config ($form): a warning for the window stream"
+done
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert [s["noise"].get("dp") for s in d["streams"]] == [None, 0, 0], d' \
+    "$WORK/u.out" || fail "unsafe config: the plans do not say dp 0"
+
 # --- refusals: the same code and message as run / replay -----------------------------------------
 refused() {   # $1 = what, $2 = config file, $3 = text the message must hold
     local rc=0
@@ -187,11 +213,15 @@ bad = json.loads(json.dumps(good)); bad["streams"][0]["config"]["rho"] = 1e-30
 json.dump(bad, open(f"{w}/tiny_budget.json", "w"))
 bad = json.loads(json.dumps(good)); bad["streams"][4]["config"]["colour"] = "red"
 json.dump(bad, open(f"{w}/unknown_key.json", "w"))
+bad = json.loads(json.dumps(good)); bad["streams"][3]["config"]["variant"] = "paper"
+json.dump(bad, open(f"{w}/variant_paper.json", "w"))
 EOF
 refused "a value out of range" "$WORK/bad_value.json" "streams[2].config: marginal: selections_per_step"
 refused "a plan refused for privacy" "$WORK/add_remove.json" 'streams[1].config: cumulative: neighbors "add_remove" is refused'
 refused "a budget the samplers cannot honour" "$WORK/tiny_budget.json" "streams[0].config: window: rho = 1e-30"
 refused "an unknown key" "$WORK/unknown_key.json" "streams[4].config"
+refused "spatial's old variant paper" "$WORK/variant_paper.json" \
+    'streams[3].config: spatial: "variant": "paper" is now written "unsafe_paper_variant": true'
 rc=0; "$BIN" check-config --config "$WORK/none.json" > /dev/null 2> "$WORK/n.err" || rc=$?
 [ "$rc" -eq 3 ] || fail "missing config file: exit $rc, want 3"
 rc=0; "$BIN" check-config > /dev/null 2>&1 || rc=$?

@@ -34,6 +34,12 @@
 #      every step rejects (the step is full).  Every cell's count is noisy,
 #      t and the depth are public; nothing may be exact and different, and
 #      the rejects must not change.
+#   8. marginal, an entity-less DELETE (issue 36): Bob deletes a row without
+#      naming an entity at step 3; D2 adds Alice's anonymous insert of that
+#      row at step 2.  Matched by value, Bob's delete was used with Alice
+#      and NOT_PRESENT without her — Alice's data deciding about Bob; it
+#      must be ENTITY_REQUIRED in both.
+#   9. spatial (event-level), the same with a point.
 # Usage: bash privacy_audit.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: privacy_audit.sh path/to/dpstream}
@@ -123,28 +129,30 @@ def marginal_input(with_x):
     return out
 for name, with_x in (("m1.jsonl", False), ("m2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(marginal_input(with_x)) + "\n")
+marginal_base = marginal_input(False)   # for case 8 (the globals are reused below)
 
 # 5. spatial: one person's point more (an insert and its delete)
 people = [f"s{i:02d}" for i in range(40)]
 pts = {(p, t): [round(rng.random(), 4), round(rng.random() ** 2, 4)] for p in people for t in range(1, 5)}
-def pt_line(step, kind, entity, pt):
-    return json.dumps({"stream": "sp", "step": step, "kind": kind, "entity": entity, "point": pt},
+def pt_line(step, kind, entity, pt, stream="sp"):
+    return json.dumps({"stream": stream, "step": step, "kind": kind, "entity": entity, "point": pt},
                       separators=(",", ":"))
-def spatial_input(with_x):
+def spatial_input(with_x, stream="sp"):
     out = []
     for t in range(1, 5):
-        out += [pt_line(t, "INSERT", p, pts[p, t]) for p in people[: 20 + 5 * t]]
+        out += [pt_line(t, "INSERT", p, pts[p, t], stream) for p in people[: 20 + 5 * t]]
         if t > 1:   # every fourth person deletes last step's point; s00 also tries a point it never had
-            out += [pt_line(t, "DELETE", p, pts[p, t - 1]) for p in people[: 20 + 5 * (t - 1)][::4]]
-            out.append(pt_line(t, "DELETE", "s00", [0.5, 0.5]))
+            out += [pt_line(t, "DELETE", p, pts[p, t - 1], stream) for p in people[: 20 + 5 * (t - 1)][::4]]
+            out.append(pt_line(t, "DELETE", "s00", [0.5, 0.5], stream))
         if with_x and t == 2:
-            out.append(pt_line(t, "INSERT", "sX", [0.9, 0.1]))
+            out.append(pt_line(t, "INSERT", "sX", [0.9, 0.1], stream))
         if with_x and t == 3:
-            out.append(pt_line(t, "DELETE", "sX", [0.9, 0.1]))
-        out.append(json.dumps({"stream": "sp", "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")))
+            out.append(pt_line(t, "DELETE", "sX", [0.9, 0.1], stream))
+        out.append(json.dumps({"stream": stream, "step": t, "kind": "CLOSE_STEP"}, separators=(",", ":")))
     return out
 for name, with_x in (("s1.jsonl", False), ("s2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(spatial_input(with_x)) + "\n")
+spatial_base = spatial_input(False, "spe")   # for case 9, on an event-level stream
 
 # 6. adaptive: one user's whole series more
 people = [f"d{i:02d}" for i in range(60)]
@@ -177,6 +185,25 @@ def hypercube_input(with_x):
     return out
 for name, with_x in (("h1.jsonl", False), ("h2.jsonl", True)):
     open(f"{work}/{name}", "w").write("\n".join(hypercube_input(with_x)) + "\n")
+
+# 8, 9. an entity-less DELETE: Bob's (step 3) of the value Alice inserts
+# anonymously at step 2 in D2 only
+def with_lines(lines, stream, extra):
+    """lines with extra[t] inserted before stream's CLOSE_STEP of step t."""
+    out = []
+    for l in lines:
+        o = json.loads(l)
+        if o["stream"] == stream and o["kind"] == "CLOSE_STEP":
+            out += extra.get(o["step"], [])
+        out.append(l)
+    return out
+def anon(stream, step, kind, field, value):
+    return json.dumps({"stream": stream, "step": step, "kind": kind, field: value}, separators=(",", ":"))
+for prefix, stream, field, value, base in (("me", "m", "row", [0, 2, 1], marginal_base),
+                                           ("se", "spe", "point", [0.3, 0.6], spatial_base)):
+    bob, alice = anon(stream, 3, "DELETE", field, value), anon(stream, 2, "INSERT", field, value)
+    for name, extra in ((f"{prefix}1.jsonl", {3: [bob]}), (f"{prefix}2.jsonl", {2: [alice], 3: [bob]})):
+        open(f"{work}/{name}", "w").write("\n".join(with_lines(base, stream, extra)) + "\n")
 PY
 
 cat > "$WORK/config.json" <<'JSON'
@@ -188,6 +215,7 @@ cat > "$WORK/config.json" <<'JSON'
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
      "horizon": 4, "epsilon": 1, "selections_per_step": 2}},
   {"match": "sp", "synthesizer": "spatial", "config": {"epsilon": 1, "sensitivity": 2, "max_depth": 8}},
+  {"match": "spe", "synthesizer": "spatial", "config": {"epsilon": 1, "max_depth": 8}},
   {"match": "ad", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "n_min": 20,
      "max_releases": 3, "decision_fraction": 0.3}},
   {"match": "adw", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "method": "bd",
@@ -211,4 +239,8 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/d1.jsonl" "$W
     || { echo "FAIL: adaptive neighbours (one user's series added)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/h1.jsonl" "$WORK/h2.jsonl" hX "$KEYS" "$WORK" \
     || { echo "FAIL: hypercube neighbours (one person's point replaced)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/me1.jsonl" "$WORK/me2.jsonl" mA "$KEYS" "$WORK" \
+    || { echo "FAIL: marginal entity-less DELETE (another person's anonymous insert of the row)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/se1.jsonl" "$WORK/se2.jsonl" sA "$KEYS" "$WORK" \
+    || { echo "FAIL: spatial entity-less DELETE (another person's anonymous insert of the point)" >&2; status=1; }
 exit $status

@@ -21,7 +21,7 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "\"fit\":\"pgm\",\"max_release_rows\":10000}",
     "{\"epsilon\":1,\"max_depth\":8,\"max_nodes\":4001,\"max_release_points\":10000,\"init_steps\":2,"
     "\"output\":\"delta\"}",
-    "{\"epsilon\":2,\"box\":[[-1,1],[0,4],[0,1]],\"variant\":\"paper\",\"horizon\":6,"
+    "{\"epsilon\":2,\"box\":[[-1,1],[0,4],[0,1]],\"unsafe_paper_variant\":true,\"horizon\":6,"
     "\"counter\":{\"kind\":\"block\",\"block\":2},\"sensitivity\":3,\"max_release_points\":10000,"
     "\"max_nodes\":2001}",
     "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"n_min\":3,\"max_releases\":3,\"decision_fraction\":0.3,"

@@ -250,6 +250,50 @@ static inline void tk_snapshot_restore(dp_synth **s, const char *name, const jso
     dp_buf_free(&snap);
 }
 
+/* An entity-less DELETE is ENTITY_REQUIRED whatever others inserted:
+ * `del` (a DELETE at step 1 with no entity) is refused, changing nothing,
+ * whether nobody holds its value, an entity inserted it (alice), or an
+ * anonymous INSERT did.  Matched by value it would be NOT_PRESENT in the
+ * first case and used in the last — one person's verdict decided by
+ * another's data (docs/privacy.md §1).  An empty entity ("") counts as none. */
+static inline void tk_check_entityless_delete(const char *name, const json_t *cfg, const dp_synth_env *env,
+                                              dp_update del)
+{
+    static const char *const holder[] = {"nobody", "alice", "an anonymous insert"};
+    for (int h = 0; h < 3; h++) {
+        dp_synth *s = NULL;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, name, cfg, env, err, sizeof err), DP_OK);
+        dp_reject_reason why;
+        if (h) {   /* the holder's INSERT (refused as USER_LIMIT on a user-level stream if anonymous) */
+            dp_update ins = del;
+            ins.kind = DP_UPDATE_INSERT;
+            ins.entity_id = h == 1 ? "alice" : NULL;
+            ins.entity_id_len = h == 1 ? 5 : 0;
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &ins, &why), DP_OK);
+        }
+        dp_buf before, after;
+        dp_buf_init(&before);
+        dp_buf_init(&after);
+        CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &before), DP_OK);
+        for (int empty = 0; empty < 2; empty++) {
+            dp_update d = del;
+            d.entity_id = empty ? "" : NULL;
+            d.entity_id_len = 0;
+            CU_ASSERT_EQUAL(dp_synth_ingest(s, &d, &why), DP_OK);
+            if (why != DP_REJECT_ENTITY_REQUIRED)
+                printf("\n    %s, value held by %s: %s, want ENTITY_REQUIRED", name, holder[h],
+                       dp_reject_reason_name(why));
+            CU_ASSERT_EQUAL(why, DP_REJECT_ENTITY_REQUIRED);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &after), DP_OK);
+        CU_ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
+        dp_buf_free(&before);
+        dp_buf_free(&after);
+        dp_synth_destroy(s);
+    }
+}
+
 /* The determinism checks of a synthesizer's test: run(ctx, key, restore_at,
  * out) appends a whole run's sink bytes; the same key twice gives the same
  * bytes, a run snapshotted and restored after step restore_at gives them

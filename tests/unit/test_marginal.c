@@ -70,23 +70,26 @@ static void make_row(uint64_t i, int32_t *r)
     r[2] = (int32_t)(((h >> 16) % 4 == 0) ? (h >> 20) % 4 : (uint64_t)r[0]);
 }
 
-/* Run T steps of `per_step` inserts (and deletes of the oldest `del` live rows). */
+/* Run T steps of `per_step` inserts (and deletes of the oldest `del` live
+ * rows); row i is entity "r<i>"'s, so its delete names that entity. */
 static void run(dp_synth *s, tk_sink *sink, int from, int T, int per_step, int del, uint64_t *next, uint64_t *oldest)
 {
     dp_release_sink rs = tk_sink_of(sink);
-    char err[256];
+    char err[256], id[24];
     int32_t r[3];
     for (int t = from; t <= T; t++) {
         for (int i = 0; i < per_step; i++) {
+            snprintf(id, sizeof id, "r%llu", (unsigned long long)*next);
             make_row((*next)++, r);
-            dp_update u = row_update((uint64_t)t, DP_UPDATE_INSERT, r, 3, NULL);
+            dp_update u = row_update((uint64_t)t, DP_UPDATE_INSERT, r, 3, id);
             dp_reject_reason why;
             CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
             CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
         }
         for (int i = 0; i < del; i++) {
+            snprintf(id, sizeof id, "r%llu", (unsigned long long)*oldest);
             make_row((*oldest)++, r);
-            dp_update u = row_update((uint64_t)t, DP_UPDATE_DELETE, r, 3, NULL);
+            dp_update u = row_update((uint64_t)t, DP_UPDATE_DELETE, r, 3, id);
             dp_reject_reason why;
             CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
             CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
@@ -346,9 +349,9 @@ static void test_bad_input(void)
         {row_update(1, DP_UPDATE_INSERT, wide, 2, NULL), DP_REJECT_OUT_OF_DOMAIN},
         {row_update(1, DP_UPDATE_INSERT, out, 3, NULL), DP_REJECT_OUT_OF_DOMAIN},
         {row_update(1, DP_UPDATE_DELETE, neg, 3, NULL), DP_REJECT_OUT_OF_DOMAIN},
-        {row_update(1, DP_UPDATE_DELETE, absent, 3, NULL), DP_REJECT_NOT_PRESENT},
+        {row_update(1, DP_UPDATE_DELETE, absent, 3, "alice"), DP_REJECT_NOT_PRESENT},
         {row_update(1, DP_UPDATE_DELETE, ok, 3, "bob"), DP_REJECT_NOT_PRESENT},    /* alice's row, not bob's */
-        {row_update(1, DP_UPDATE_DELETE, ok, 3, NULL), DP_REJECT_NOT_PRESENT},
+        {row_update(1, DP_UPDATE_DELETE, ok, 3, NULL), DP_REJECT_ENTITY_REQUIRED},
         {row_update(1, DP_UPDATE_REPORT, ok, 3, "alice"), DP_REJECT_WRONG_KIND},
         {row_update(2, DP_UPDATE_INSERT, ok, 3, NULL), DP_REJECT_FUTURE_STEP},
     };
@@ -395,6 +398,22 @@ static void test_bad_input(void)
     tk_sink_free(&k);
     dp_synth_destroy(s);
     json_decref(j);
+}
+
+/* An entity-less DELETE is ENTITY_REQUIRED whatever others inserted, on
+ * event- and user-level streams (synth_testkit.h says why). */
+static void test_entityless_delete(void)
+{
+    static const char *const level[2] = {NULL, ", \"max_rows_per_user\": 2"};
+    static const int32_t row[3] = {1, 0, 2};
+    dp_key key;
+    dptest_key(&key, 1);
+    dp_synth_env env = {&key, "m/1", 3};
+    for (int l = 0; l < 2; l++) {
+        json_t *j = cfg_of(4, "epsilon", 1, 1, level[l]);
+        tk_check_entityless_delete("marginal", j, &env, row_update(1, DP_UPDATE_DELETE, row, 3, NULL));
+        json_decref(j);
+    }
 }
 
 /* The mw fit pulls the model's workload marginals towards the measurements. */
@@ -628,7 +647,7 @@ static void test_mwem_pgm_mixture(void)
         if (t == 2) {   /* a DELETE of a present row: rejected by the mixture only */
             int32_t r[3];
             make_row(0, r);
-            dp_update u = row_update(2, DP_UPDATE_DELETE, r, 3, NULL);
+            dp_update u = row_update(2, DP_UPDATE_DELETE, r, 3, "r0");
             dp_reject_reason why;
             CU_ASSERT_EQUAL(dp_synth_ingest(sp, &u, &why), DP_OK);
             CU_ASSERT_EQUAL(why, DP_REJECT_WRONG_KIND);
@@ -730,6 +749,7 @@ int main(void)
          test_determinism_and_restore},
         {"aggregate: mean = last at K = 1 (stated in the manifest), different at K = 2", test_aggregate},
         {"bad rows rejected with their reason, changing nothing; deletes match (entity, row)", test_bad_input},
+        {"an entity-less DELETE is ENTITY_REQUIRED whatever others inserted", test_entityless_delete},
         {"the mw fit reduces the measured workloads' error", test_fit_reduces_error},
         {"a measurement's sd is the counter increment's since the workload's anchor (selected_sd)",
          test_measurement_sd_since_anchor},

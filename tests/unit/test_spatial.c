@@ -54,21 +54,24 @@ static void make_point(uint64_t i, double *x)
     x[1] = blob ? 0.6 + 0.3 * v : 0.2 + 0.2 * v;
 }
 
-/* Steps from..T: `ins` inserts, then deletes of the `del` oldest live points. */
+/* Steps from..T: `ins` inserts, then deletes of the `del` oldest live
+ * points; point i is entity "p<i>"'s, so its delete names that entity. */
 static void run(dp_synth *s, tk_sink *k, int from, int T, int ins, int del, uint64_t *next, uint64_t *oldest)
 {
     dp_release_sink rs = tk_sink_of(k);
-    char err[256];
+    char err[256], id[24];
     double x[2];
     for (int t = from; t <= T; t++) {
         for (int i = 0; i < ins; i++) {
+            snprintf(id, sizeof id, "p%llu", (unsigned long long)*next);
             make_point((*next)++, x);
-            dp_update u = pt_update((uint64_t)t, DP_UPDATE_INSERT, x, 2, NULL);
+            dp_update u = pt_update((uint64_t)t, DP_UPDATE_INSERT, x, 2, id);
             ingest_ok(s, &u);
         }
         for (int i = 0; i < del && *oldest < *next; i++) {
+            snprintf(id, sizeof id, "p%llu", (unsigned long long)*oldest);
             make_point((*oldest)++, x);
-            dp_update u = pt_update((uint64_t)t, DP_UPDATE_DELETE, x, 2, NULL);
+            dp_update u = pt_update((uint64_t)t, DP_UPDATE_DELETE, x, 2, id);
             ingest_ok(s, &u);
         }
         int rc = dp_synth_close_step(s, &rs, err, sizeof err);
@@ -89,10 +92,49 @@ static void test_config_errors(void)
     expect_refused("{\"epsilon\": 1, \"box\": [[-1e308, 1e308]]}", "box[0]");
     expect_refused("{\"epsilon\": 1, \"fanout\": 4}", "fanout");
     expect_refused("{\"epsilon\": 1, \"variant\": \"fast\"}", "variant");
+    expect_refused("{\"epsilon\": 1, \"variant\": \"paper\"}", "\"unsafe_paper_variant\": true");
+    expect_refused("{\"epsilon\": 1, \"unsafe_paper_variant\": 1}", "unsafe_paper_variant must be true or false");
     expect_refused("{\"epsilon\": 1, \"max_depth\": 61}", "max_depth");
     expect_refused("{\"epsilon\": 1, \"horizon\": 4, \"init_steps\": 5}", "init_steps");
     expect_refused("{\"epsilon\": 1, \"counter\": {\"kind\": \"block\", \"block\": 8}}", "horizon");
     expect_refused("{\"epsilon\": 1, \"tree_budget_fraction\": 1}", "tree_budget_fraction");
+}
+
+/* unsafe_paper_variant is labelled like adaptive's: every budget event
+ * and the plan carry dp 0 beside a mechanism text saying NOT
+ * DIFFERENTIALLY PRIVATE; the default carries dp 1.  (`variant: "paper"`
+ * is refused naming the switch: test_config_errors.) */
+static void test_unsafe_paper_labelled(void)
+{
+    for (int unsafe = 0; unsafe < 2; unsafe++) {
+        json_t *j = tk_cfg_text("{\"epsilon\": 1, \"max_depth\": 8, \"init_steps\": 2%s}",
+                                unsafe ? ", \"unsafe_paper_variant\": true" : "");
+        tk_sink k;
+        dp_synth *s;
+        dp_key key;
+        char err[256];
+        CU_ASSERT_EQUAL_FATAL(create(&s, j, 1, &key, err, sizeof err), DP_OK);
+        tk_sink_init(&k);
+        uint64_t next = 0, oldest = 0;
+        for (int t = 1; t <= 4; t++) {   /* step 1 warms up: its event is labelled too */
+            uint64_t events = k.budgets;
+            run(s, &k, t, t, 50, 10, &next, &oldest);
+            CU_ASSERT_EQUAL(k.budgets, events + 1);
+            CU_ASSERT_EQUAL(tk_kv(k.b_noise, k.b_noise_keys, k.b_n_noise, "dp"), unsafe ? 0 : 1);
+        }
+        dp_synth_plan p;
+        CU_ASSERT_EQUAL_FATAL(dp_synth_describe(s, &p, err, sizeof err), DP_OK);
+        double dp = NAN;
+        for (size_t i = 0; i < p.n_noise; i++)
+            if (strcmp(p.noise[i].key, "dp") == 0)
+                dp = p.noise[i].value;
+        CU_ASSERT_EQUAL(dp, unsafe ? 0 : 1);
+        CU_ASSERT_EQUAL(strstr(p.mechanism, "NOT DIFFERENTIALLY PRIVATE") != NULL, unsafe);
+        dp_synth_plan_free(&p);
+        tk_sink_free(&k);
+        dp_synth_destroy(s);
+        json_decref(j);
+    }
 }
 
 /* ε = 10^4: PrivTree's noise (λ = 6e-4) and the counters' are negligible
@@ -109,8 +151,8 @@ static void test_privtree_hand_splits(void)
 {
     enum { KEYS = 2000 };
     for (int variant = 0; variant < 2; variant++) {
-        json_t *j = tk_cfg_text("{\"epsilon\": 10000, \"theta\": 2.5, \"max_depth\": 2, \"variant\": \"%s\"}",
-                             variant ? "paper" : "safe");
+        json_t *j = tk_cfg_text("{\"epsilon\": 10000, \"theta\": 2.5, \"max_depth\": 2, "
+                                "\"unsafe_paper_variant\": %s}", variant ? "true" : "false");
         const double pts[4][2] = {{0.1, 0.1}, {0.2, 0.2}, {0.3, 0.4}, {0.8, 0.3}};
         int split_floor = 0;
         double lambda = 0, delta = 0;
@@ -244,13 +286,14 @@ static void test_ledger_horizon_init(void)
     json_decref(j);
 }
 
-typedef struct replay_case { const char *variant; int delta; } replay_case;
+typedef struct replay_case { int unsafe_paper; int delta; int horizon; } replay_case;
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 {
     const replay_case *rc = ctx;
-    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 12%s}", rc->variant,
-                            rc->delta ? ", \"output\": \"delta\"" : "");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"unsafe_paper_variant\": %s, \"max_depth\": 12%s%s}",
+                            rc->unsafe_paper ? "true" : "false", rc->delta ? ", \"output\": \"delta\"" : "",
+                            rc->horizon ? ", \"horizon\": 6" : "");
     dp_synth *s;
     dp_key key;
     char err[256];
@@ -272,9 +315,27 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
 
 static void test_determinism_and_restore(void)
 {
-    replay_case cases[3] = {{"safe", 0}, {"paper", 0}, {"safe", 1}};
-    for (int i = 0; i < 3; i++)
+    /* the last: a horizon with the (unbounded) simple counter, whose
+     * snapshot records no horizon */
+    replay_case cases[4] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    for (int i = 0; i < 4; i++)
         tk_check_replays(run_bytes, &cases[i], 1, 2, 3, 10000);
+}
+
+/* An entity-less DELETE is ENTITY_REQUIRED whatever others inserted, on
+ * event- and user-level streams (synth_testkit.h says why). */
+static void test_entityless_delete(void)
+{
+    static const char *const level[2] = {"{\"epsilon\": 1}", "{\"epsilon\": 1, \"sensitivity\": 2}"};
+    static const double pt[2] = {0.25, 0.75};
+    dp_key key;
+    dptest_key(&key, 1);
+    dp_synth_env env = {&key, "sp/1", 4};
+    for (int l = 0; l < 2; l++) {
+        json_t *j = tk_cfg_text("%s", level[l]);
+        tk_check_entityless_delete("spatial", j, &env, pt_update(1, DP_UPDATE_DELETE, pt, 2, NULL));
+        json_decref(j);
+    }
 }
 
 static void test_bad_input(void)
@@ -297,8 +358,9 @@ static void test_bad_input(void)
         {pt_update(1, DP_UPDATE_INSERT, nan_, 2, NULL), DP_REJECT_MALFORMED},
         {pt_update(1, DP_UPDATE_INSERT, inf_, 2, NULL), DP_REJECT_MALFORMED},
         {pt_update(1, DP_UPDATE_INSERT, three, 3, NULL), DP_REJECT_OUT_OF_DOMAIN},
-        {pt_update(1, DP_UPDATE_DELETE, absent, 2, NULL), DP_REJECT_NOT_PRESENT},
+        {pt_update(1, DP_UPDATE_DELETE, absent, 2, "alice"), DP_REJECT_NOT_PRESENT},
         {pt_update(1, DP_UPDATE_DELETE, ok, 2, "bob"), DP_REJECT_NOT_PRESENT},
+        {pt_update(1, DP_UPDATE_DELETE, ok, 2, NULL), DP_REJECT_ENTITY_REQUIRED},
         {pt_update(1, DP_UPDATE_REPORT, ok, 2, "alice"), DP_REJECT_WRONG_KIND},
         {pt_update(2, DP_UPDATE_INSERT, ok, 2, NULL), DP_REJECT_FUTURE_STEP},
     };
@@ -317,7 +379,7 @@ static void test_bad_input(void)
     CU_ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
     /* -0.0 is the point 0.0: a delete matches */
     double z[2] = {0.0, 1}, mz[2] = {-0.0, 1};
-    dp_update iz = pt_update(1, DP_UPDATE_INSERT, z, 2, NULL), dz = pt_update(1, DP_UPDATE_DELETE, mz, 2, NULL);
+    dp_update iz = pt_update(1, DP_UPDATE_INSERT, z, 2, "zed"), dz = pt_update(1, DP_UPDATE_DELETE, mz, 2, "zed");
     ingest_ok(s, &iz);
     ingest_ok(s, &dz);
     dp_update del = pt_update(1, DP_UPDATE_DELETE, ok, 2, "alice");
@@ -356,7 +418,8 @@ static void test_monotone_safe_variant(void)
     double worst[2] = {0, 0};
     for (int vi = 0; vi < 2; vi++) {
         for (uint8_t kv = 1; kv <= 4; kv++) {
-            json_t *j = tk_cfg_text("{\"epsilon\": 0.5, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
+            json_t *j = tk_cfg_text("{\"epsilon\": 0.5, \"unsafe_paper_variant\": %s, \"max_depth\": 10}",
+                                    vi ? "true" : "false");
             dp_synth *s;
             dp_key key;
             char err[256];
@@ -391,7 +454,8 @@ static void test_safe_total_unbiased(void)
     double sum[2] = {0, 0}, sumsq[2] = {0, 0};
     for (int vi = 0; vi < 2; vi++)
         for (int key_i = 0; key_i < KEYS; key_i++) {
-            json_t *j = tk_cfg_text("{\"epsilon\": 1, \"variant\": \"%s\", \"max_depth\": 10}", vi ? "paper" : "safe");
+            json_t *j = tk_cfg_text("{\"epsilon\": 1, \"unsafe_paper_variant\": %s, \"max_depth\": 10}",
+                                    vi ? "true" : "false");
             dp_key key;
             dptest_key(&key, 0);
             memcpy(key.bytes, &key_i, sizeof key_i);
@@ -549,11 +613,14 @@ int main(void)
 {
     static const dptest_case cases[] = {
         {"config errors name their key", test_config_errors},
+        {"unsafe_paper_variant says dp 0 in every budget event and the plan (the default dp 1)",
+         test_unsafe_paper_labelled},
         {"PrivTree: hand-computed splits with negligible noise (both variants)", test_privtree_hand_splits},
         {"released total: discrete Laplace variance of the count budget", test_count_noise_variance},
         {"ledger: the budget per step, init_steps warm-up, exhausted at the horizon", test_ledger_horizon_init},
         {"replay byte-identical, restore continues byte-identically, key matters", test_determinism_and_restore},
         {"bad points rejected with their reason, changing nothing; user limits", test_bad_input},
+        {"an entity-less DELETE is ENTITY_REQUIRED whatever others inserted", test_entityless_delete},
         {"safe variant keeps PrivTree's input monotone where the paper's does not", test_monotone_safe_variant},
         {"safe variant's released total is unbiased; the paper's rounding is not", test_safe_total_unbiased},
         {"output delta: removals + additions applied = the FULL release; small on a quiet stream", test_delta_output},

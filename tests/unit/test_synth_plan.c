@@ -306,6 +306,9 @@ static void test_spatial(void)
                      feed_points, 6, &c);
     CU_ASSERT(c.matched >= 6 * 6);
     CU_ASSERT_EQUAL(c.last_total, 1.0);
+    run_against_plan("spatial", "{\"epsilon\": 1.0, \"horizon\": 4, \"max_depth\": 8, \"unsafe_paper_variant\": true}",
+                     feed_points, 4, &c);
+    CU_ASSERT(c.matched >= 4 * 7);   /* dp 0 among them */
 }
 
 static void test_hypercube(void)
@@ -338,7 +341,7 @@ int main(void)
         {"window: the plan's spends, noise and bound are its events'", test_window},
         {"cumulative: per-step spends add up to rho exactly", test_cumulative},
         {"marginal: parallel steps, selection and measurement figures", test_marginal},
-        {"spatial: nothing before init_steps, epsilon a step after", test_spatial},
+        {"spatial: nothing before init_steps, epsilon a step after; unsafe_paper_variant's dp 0", test_spatial},
         {"hypercube: series figures, spends within the budget", test_hypercube},
         {"adaptive: user-level and w-event plans", test_adaptive},
         {NULL, NULL},
