@@ -13,10 +13,15 @@
 
 #define LEDGER_MAX_STREAM 4096
 
-/* What the ledger remembers of one released step. */
+/* What the ledger remembers of one released step: every distinct (key,
+ * input) it was released under, as a list — a step released from changed
+ * input under a rotated key must not make the ledger forget the earlier
+ * release (else the old key could then release other input, or another key
+ * the old input). */
 typedef struct ledger_rec {
-    char    key_fp[DP_KEY_FINGERPRINT_HEX];
-    uint8_t digest[DP_GATE_DIGEST_BYTES];
+    char               key_fp[DP_KEY_FINGERPRINT_HEX];
+    uint8_t            digest[DP_GATE_DIGEST_BYTES];
+    struct ledger_rec *next;
 } ledger_rec;
 
 /* stream ‖ 0 ‖ step as 8 bytes little-endian: no two (stream, step) alike
@@ -37,11 +42,15 @@ static int remember(dp_replay_ledger *l, const char *stream, size_t len, uint64_
     dp_bytes_map_slot *slot = dp_bytes_map_upsert(&l->seen, key, rec_key(stream, len, step, key));
     if (!slot)
         return DP_ENOMEM;
-    ledger_rec *r = slot->value ? slot->value : malloc(sizeof *r);
+    for (const ledger_rec *r = slot->value; r; r = r->next)
+        if (strcmp(r->key_fp, key_fp) == 0 && memcmp(r->digest, digest, DP_GATE_DIGEST_BYTES) == 0)
+            return DP_OK;   /* an identical re-run: known already */
+    ledger_rec *r = malloc(sizeof *r);
     if (!r)
         return DP_ENOMEM;
     snprintf(r->key_fp, sizeof r->key_fp, "%s", key_fp);
     memcpy(r->digest, digest, DP_GATE_DIGEST_BYTES);
+    r->next = slot->value;
     slot->value = r;
     return DP_OK;
 }
@@ -127,7 +136,10 @@ int dp_replay_ledger_open(dp_replay_ledger *l, const char *path, char *err, size
 void dp_replay_ledger_close(dp_replay_ledger *l)
 {
     for (size_t i = 0; i < l->seen.cap; i++)
-        free(dp_bytes_map_at(&l->seen, i));
+        for (ledger_rec *r = dp_bytes_map_at(&l->seen, i), *next; r; r = next) {
+            next = r->next;
+            free(r);
+        }
     dp_bytes_map_free(&l->seen);
     if (l->append)
         fclose(l->append);
@@ -144,22 +156,22 @@ int dp_replay_ledger_check(const dp_replay_ledger *l, const char *stream, size_t
         return dp_err(err, errsz, DP_EINVAL, "stream id longer than %d bytes", LEDGER_MAX_STREAM);
     uint8_t key[LEDGER_MAX_STREAM + 9];
     dp_bytes_map_slot *slot = dp_bytes_map_find(&l->seen, key, rec_key(stream, stream_len, step, key));
-    const ledger_rec *r = slot ? slot->value : NULL;
-    if (!r)
-        return DP_OK;
-    int same_key = strcmp(r->key_fp, key_fp) == 0;
-    int same_input = memcmp(r->digest, digest, DP_GATE_DIGEST_BYTES) == 0;
-    if (same_key && !same_input)
-        return dp_err(err, errsz, DP_EKEY,
-                      "stream '%.*s' step %llu was already released under this key from different input (ledger "
-                      "%s): releasing it again would reveal the difference exactly; use a new key or a new stream id",
-                      (int)(stream_len < 200 ? stream_len : 200), stream, (unsigned long long)step, l->path);
-    if (!same_key && same_input)
-        return dp_err(err, errsz, DP_EKEY,
-                      "stream '%.*s' step %llu was already released from this input under another key (ledger %s, "
-                      "fingerprint %s): fresh noise over the same data spends its budget a second time",
-                      (int)(stream_len < 200 ? stream_len : 200), stream, (unsigned long long)step, l->path,
-                      r->key_fp);
+    for (const ledger_rec *r = slot ? slot->value : NULL; r; r = r->next) {
+        int same_key = strcmp(r->key_fp, key_fp) == 0;
+        int same_input = memcmp(r->digest, digest, DP_GATE_DIGEST_BYTES) == 0;
+        if (same_key && !same_input)
+            return dp_err(err, errsz, DP_EKEY,
+                          "stream '%.*s' step %llu was already released under this key from different input "
+                          "(ledger %s): releasing it again would reveal the difference exactly; use a new key or a "
+                          "new stream id",
+                          (int)(stream_len < 200 ? stream_len : 200), stream, (unsigned long long)step, l->path);
+        if (!same_key && same_input)
+            return dp_err(err, errsz, DP_EKEY,
+                          "stream '%.*s' step %llu was already released from this input under another key (ledger "
+                          "%s, fingerprint %s): fresh noise over the same data spends its budget a second time",
+                          (int)(stream_len < 200 ? stream_len : 200), stream, (unsigned long long)step, l->path,
+                          r->key_fp);
+    }
     return DP_OK;
 }
 

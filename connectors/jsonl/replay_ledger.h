@@ -25,7 +25,7 @@
 #include "synth/step_gate.h"
 
 typedef struct dp_replay_ledger {
-    dp_bytes_map seen;     /* stream ‖ 0 ‖ step (8 bytes LE) -> record */
+    dp_bytes_map seen;     /* stream ‖ 0 ‖ step (8 bytes LE) -> list of (key, input) records */
     FILE        *append;
     char        *path;
     uint8_t      salt[32];  /* the digests' key (dp_gate_track_input) */

@@ -32,7 +32,10 @@ rc=0
 [ "$rc" = 2 ] && grep -q "unknown command 'nope'" "$WORK/err" || fail "help nope: exit $rc"
 
 for c in run load export; do
-    for f in $("$BIN" "$c" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    # an empty or failing --help would make the loop below check nothing
+    flags=$("$BIN" "$c" --help | grep -o -- '--[a-z][a-z-]*' | sort -u) || fail "dpstream $c --help names no option"
+    [ "$(echo "$flags" | wc -w)" -ge 5 ] || fail "dpstream $c --help names too few options: $flags"
+    for f in $flags; do
         grep -q -- "\`$f[\` ]" "$SRC/README.md" || fail "README.md does not list \`$c $f\`"
     done
 done

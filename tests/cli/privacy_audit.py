@@ -109,6 +109,13 @@ def main():
             problems.append(f"key {k}: decisions about other people differ: {len(a - b)} only with D, "
                             f"{len(b - a)} only with D2, e.g. {sorted(a ^ b)[:2]}")
             break
+    # nothing published, nothing compared: a run without a single release
+    # (a wrong route, an input that never closes a step) would pass vacuously
+    for data in runs:
+        for i, f in enumerate(runs[data]):
+            if not any(k[0] == "releases.jsonl" and k[1] == "manifest" and k[-1] == "#lines" for k in f):
+                problems.append(f"key {i}: {os.path.basename(data)} published no release: nothing to compare")
+                break
     all_fields = set()
     for data in runs:
         for f in runs[data]:

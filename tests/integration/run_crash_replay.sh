@@ -12,8 +12,10 @@
 # their own output topics (different prefixes and groups), so they see
 # exactly the same input log.  Also checks: the crash run never releases a
 # step twice (export), and both equal `dpstream replay` stream by stream.
-# Kill delays come from $RANDOM (seeded, printed); they decide only when
-# the kill happens, never an output.
+# Kill delays come from $RANDOM (seeded, printed), counted from each
+# start's partition assignment; they decide only when the kill happens,
+# never an output.  At least one restart must resume from a committed
+# offset, else nothing was interrupted.
 # Usage: bash run_crash_replay.sh /path/to/dpstream   (from the repo root)
 set -euo pipefail
 BIN=$(realpath "${1:?usage: run_crash_replay.sh path/to/dpstream}")
@@ -181,11 +183,22 @@ start ref
 finish ref
 
 # --- the crashing run -----------------------------------------------------------------
+assigned() { grep -c "assigned [1-9][0-9]* partition" "$WORK/run.err" || true; }
 kills=0
 delays=()
 while [ "$kills" -lt "$KILLS" ]; do
+    before=$(assigned)
     start crash
-    # 0.3 .. 3.3 s: covers startup, restore, and (mostly) open transactions
+    # The delay counts from the assignment (the restore done), not from the
+    # start: joining the group takes seconds, and delays counted from the
+    # start all fell before the first commit (the crash run was then an
+    # uninterrupted run).  0.3 .. 3.3 s: mostly open transactions.
+    deadline=$((SECONDS + 60))
+    until [ "$(assigned)" -gt "$before" ]; do
+        kill -0 "$RUN_PID" 2>/dev/null || fail "crash: processor exited before its assignment"
+        [ $SECONDS -lt $deadline ] || fail "crash: no assignment within 60 s"
+        sleep 0.05
+    done
     d=$((300 + RANDOM % 3000))
     delays+=("$d")
     sleep "$(printf '%d.%03d' $((d / 1000)) $((d % 1000)))"
@@ -205,6 +218,9 @@ done
 echo "kill delays (ms): ${delays[*]}"
 mid=$(grep -c "resuming at offset" "$WORK/run.err" || true)
 echo "restores that resumed from a committed offset: $mid"
+# if every kill fell before the first commit, the crash run was an
+# uninterrupted run and the comparison below would test nothing
+[ "$mid" -ge 1 ] || fail "no restart resumed from a committed offset: no kill fell after a commit"
 
 # Kafka orders messages per partition, i.e. per key: a stream's releases
 # and budget events (key = stream id) have a fixed order, while how

@@ -42,10 +42,10 @@ cat > "$WORK/config.json" <<EOF
    {"prefix": "hyp/", "synthesizer": "hypercube", "config": {"epsilon": 1, "points_per_step": 50, "max_depth": 10}}
  ]}
 EOF
-"$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --http-input-metrics > /dev/null 2>&1 && fail "--http-input-metrics without --http accepted"
-[ $? -ne 0 ] || true
-set +e; "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --http-input-metrics > /dev/null 2>&1; rc=$?; set -e
-[ "$rc" -eq 2 ] || fail "--http-input-metrics without --http: exit $rc, expected 2"
+# (a run that accepted the flag would start consuming: the timeout ends it, exit 124)
+set +e; timeout 20 "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --http-input-metrics > /dev/null 2> "$WORK/usage.err"; rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q -- "--http-input-metrics needs --http" "$WORK/usage.err" \
+    || fail "--http-input-metrics without --http: exit $rc, expected 2 (usage error): $(tail -3 "$WORK/usage.err")"
 
 for s in win/a cum/a; do
     "$BIN" gen-panel --n 30 --steps 6 --categories 2 --stay 0.8 --seed-hex "$SEED" --stream "$s" --close-steps \
