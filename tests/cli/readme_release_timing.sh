@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # readme_release_timing.sh — the README's privacy section states the
-# release-timing channel (issue 36 item 7; ALGORITHMS.md §1 counts "the
+# release-timing channel (issue 36 item 7; docs/privacy.md §1 counts "the
 # time a release appears" among what a stream publishes), and its figures
 # are the ones bench/RESULTS.md "release timing (issue 36 item 7)" measured:
 #   * a bullet in "Privacy semantics in plain words" names the Kafka
