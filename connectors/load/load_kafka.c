@@ -35,7 +35,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
 }
 
-const char *dp_load_kafka_topic(const dp_load_kafka *k) { return k->topic; }
 
 void dp_load_kafka_close(dp_load_kafka *k)
 {

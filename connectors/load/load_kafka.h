@@ -42,6 +42,5 @@ int  dp_load_kafka_send(dp_load_kafka *k, const dp_update *u, char *errstr, size
 /* Wait until every queued update is acknowledged.  DP_OK or DP_EIO. */
 int  dp_load_kafka_flush(dp_load_kafka *k, char *errstr, size_t errstr_size);
 void dp_load_kafka_close(dp_load_kafka *k);
-const char *dp_load_kafka_topic(const dp_load_kafka *k);
 
 #endif

@@ -148,7 +148,6 @@ int dp_counter_variance_between_is_exact(const dp_counter *c)
     return c->ops->variance_between != NULL && c->ops->exact_variance;
 }
 
-dp_privacy dp_counter_cost(const dp_counter *c) { return c->cfg.budget; }
 
 int dp_counter_sensitivity(const dp_counter *c, double *l1, double *l2sq)
 {

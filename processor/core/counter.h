@@ -108,9 +108,6 @@ int    dp_counter_variance_is_exact(const dp_counter *c);
 double dp_counter_variance_between(const dp_counter *c, uint64_t a, uint64_t b);
 int    dp_counter_variance_between_is_exact(const dp_counter *c);
 
-/* The privacy cost the counter consumes over its whole life (equal to the
- * configured budget: each kind calibrates its noise to spend exactly it). */
-dp_privacy dp_counter_cost(const dp_counter *c);
 
 /* Sensitivity of the vector of noised quantities to one entry changing by
  * Δ = 1, maximised over entries within the horizon: ℓ1 (pure ε

@@ -6,7 +6,6 @@
  * segments plus the noise of the nodes (i, n >> i) for the set bits i, and
  * each node's noise is a keyed draw, so the state is two integers. */
 #include "core/counter_sparse_cell.h"
-#include "core/counter_sparse.h"   /* dp_sparse_max_lap_sq */
 #include "core/dp_error.h"
 
 #include <math.h>
@@ -49,15 +48,6 @@ int dp_isc_level_prepare(dp_isc_level *lv, double eps, uint64_t h, char *errstr,
     return rc;
 }
 
-double dp_isc_level_bound(const dp_isc_level *lv, uint64_t u)
-{
-    if (u == 0)
-        return 0;
-    /* counter_sparse.c: E err² <= (floor(log2 u)+1)·v_node + (T0 + sqrt(E M_u²) + sqrt(v_svt))². */
-    dp_rational scale = {lv->svt.t, lv->svt.s};
-    double open = (double)lv->T0 + sqrt(dp_sparse_max_lap_sq(scale, u)) + sqrt(lv->var_svt);
-    return (double)(floor_log2(u) + 1) * lv->var_node + open * open;
-}
 
 static int64_t keyed_draw(const dp_isc_keys *k, const dp_dlap *d, unsigned r, const char *what, uint64_t a,
                           uint64_t b)

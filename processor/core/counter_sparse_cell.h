@@ -60,10 +60,6 @@ typedef struct dp_isc_level {
 
 int dp_isc_level_prepare(dp_isc_level *lv, double eps, uint64_t h, char *errstr, size_t errstr_size);
 
-/* Upper bound on E[(c_u − true count of the level so far)²] after u steps of
- * the level (counter_sparse.c's bound for Alg. 2), and the fold's variance. */
-double dp_isc_level_bound(const dp_isc_level *lv, uint64_t u);
-
 /* Names the cell's keyed draws: the synthesizer's key and stream, and the
  * cell as "<prefix>/<a>/<b>" (e.g. "hypercube/7/45" for depth 7, path 45),
  * formatted only when a keyed draw is made. */

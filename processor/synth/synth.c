@@ -187,7 +187,6 @@ void dp_synth_destroy(dp_synth *s)
     free(s);
 }
 
-const char *dp_synth_name(const dp_synth *s) { return s->ops->name; }
 
 int dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason)
 {

@@ -204,7 +204,6 @@ typedef struct dp_synth dp_synth;
 int  dp_synth_create(dp_synth **out, const char *name, const json_t *config,
                      const dp_synth_env *env, char *errstr, size_t errstr_size);
 void dp_synth_destroy(dp_synth *s);
-const char *dp_synth_name(const dp_synth *s);
 
 /* Offer one REPORT/INSERT/DELETE update.  Returns DP_OK with *reason =
  * DP_REJECT_NONE if used, DP_OK with another reason if rejected (the
@@ -214,7 +213,7 @@ const char *dp_synth_name(const dp_synth *s);
  * updates as a batch and re-examine the ones after a roster completion). */
 int  dp_synth_ingest(dp_synth *s, const dp_update *u, dp_reject_reason *reason);
 
-/* (added) Offer u[0..n) in order, reasons[i] for u[i]: exactly what n
+/* Offer u[0..n) in order, reasons[i] for u[i]: exactly what n
  * calls of dp_synth_ingest would do (same reasons, same state, so the same
  * later releases and snapshots), but synthesizers with an
  * ingest_update_batch op overlap the memory accesses of consecutive
@@ -247,7 +246,7 @@ int  dp_synth_snapshot(const dp_synth *s, dp_buf *out);
 int  dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
                       const dp_synth_env *env, const uint8_t *data, size_t len,
                       char *errstr, size_t errstr_size);
-/* (added) Open a state to read it (`dpstream inspect-snapshot`) without
+/* Open a state to read it (`dpstream inspect-snapshot`) without
  * the noise key it was built with: dp_synth_restore, except that the key
  * fingerprint the state holds is taken (dp_synth_key_fingerprint says it)
  * instead of compared with env->key's — a throw-away env->key is fine.
@@ -256,7 +255,7 @@ int  dp_synth_restore(dp_synth **out, const char *name, const json_t *config,
  * not the state's. */
 int  dp_synth_open_read_only(dp_synth **out, const char *name, const json_t *config, const dp_synth_env *env,
                              const uint8_t *data, size_t len, char *errstr, size_t errstr_size);
-/* (added) The fingerprint of the noise key the state was built with (32
+/* The fingerprint of the noise key the state was built with (32
  * hex digits): env->key's, or for a read-only synthesizer the state's. */
 const char *dp_synth_key_fingerprint(const dp_synth *s);
 
@@ -320,7 +319,7 @@ void dp_plan_budget(dp_synth_plan *p, dp_privacy_model model, double budget, dou
 int  dp_plan_run_add(dp_synth_plan *p, uint64_t first, uint64_t last, double spend);
 void dp_plan_kv(dp_kv *arr, size_t *n, const char *key, double value);
 
-/* (added) The public head of a dp_synth_snapshot, read without restoring:
+/* The public head of a dp_synth_snapshot, read without restoring:
  * pointers borrow from the snapshot bytes (not NUL-terminated).  config is
  * NULL for a snapshot written before configurations were recorded.
  * DP_ECORRUPT if the bytes do not start like a snapshot. */
@@ -361,7 +360,7 @@ typedef struct dp_synth_ops {
     int  (*release_save)(const dp_release_half *rel, dp_buf *b);
     int  (*release_load)(dp_release_half *rel, dp_reader *r);
     void (*release_destroy)(dp_release_half *rel);
-    /* (added) The release half's per-stream budget ledger; NULL if it keeps none. */
+    /* The release half's per-stream budget ledger; NULL if it keeps none. */
     const dp_ledger *(*release_ledger)(const dp_release_half *rel);
     /* (added, optional) ingest_update on u[0..n) in order, with the same
      * reasons and resulting state as n ingest_update calls; may stop at
@@ -380,20 +379,20 @@ typedef struct dp_synth_ops {
 /* NULL if unknown. */
 const dp_synth_ops *dp_synth_ops_find(const char *name);
 
-/* (added) 1 if the synthesizer accounts in ρ-zCDP only, so an "epsilon" in
+/* 1 if the synthesizer accounts in ρ-zCDP only, so an "epsilon" in
  * its config is a total ε at its "delta" that it converts to ρ
  * (dp_zcdp_rho_for_eps_cks) — window, cumulative — rather than a pure-DP
  * budget (marginal, spatial, adaptive, hypercube). */
 int dp_synth_budget_zcdp_only(const char *name);
 
-/* (added) Fill e's spend fields from the ledger of one step of an
+/* Fill e's spend fields from the ledger of one step of an
  * event-level synthesizer whose steps compose in parallel (every event is
  * touched only by its own step's mechanisms: `marginal`, `spatial`): the
  * step's spend is also the stream's total, the largest step's (docs/privacy.md
  * §1; the README's privacy section).  delta: for the zCDP → (ε, δ) figures. */
 void dp_budget_event_parallel_steps(dp_budget_event *e, const dp_ledger *l, double delta);
 
-/* (added) The stream's budget ledger (owned by the release half; spends are
+/* The stream's budget ledger (owned by the release half; spends are
  * recorded before a step's records are emitted), or NULL. */
 const dp_ledger *dp_synth_ledger(const dp_synth *s);
 

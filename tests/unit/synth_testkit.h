@@ -1,5 +1,5 @@
-/* synth_testkit.h — helpers shared by the window / cumulative tests (not a
- * test executable itself: only tests/unit/test_*.c are).
+/* synth_testkit.h — helpers shared by the synthesizers' unit tests (every
+ * tests/unit/test_*.c that drives a dp_synth; not a test executable itself).
  *
  *   tk_sink      a dp_release_sink that serialises every callback, field by
  *                field (doubles as bit patterns), into one byte buffer, so two
