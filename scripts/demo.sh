@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's run command: set up, build, and run the embedded default
-# (`dpstream demo`, no broker needed).
+# (`dpstream demo`, no broker needed).  It installs only what building
+# needs (install-deps.sh's default level): no Java, Maven, R or clang.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
-# Idempotent install of every Debian package dpstream's build, tests and
-# benchmarks need (`--tests`: also what only the tests need) (R and plm: the NLSY recipe and its test, which must run
-# in CI rather than be skipped). Safe to run repeatedly: it only installs what is missing
-# and runs `apt-get update` only when something must be installed.
+# Idempotent install of the Debian packages (and, for the tests, a Python
+# venv) dpstream needs, by level:
+#
+#   (none) | --build    what `scripts/build.sh` needs to build dpstream and
+#                       its unit tests: the C toolchain, CMake and the -dev
+#                       packages of librdkafka, avro-c, CUnit, libsodium,
+#                       jansson, jemalloc, libmicrohttpd, libcurl.  The
+#                       demo (`scripts/demo.sh`) needs nothing more: it runs
+#                       on librdkafka's in-process mock cluster.
+#   --recipes           the build, plus what the data recipes under
+#                       connectors/ run: Python 3 (+ yaml), R with plm (the
+#                       NLSY panel) and spatstat.data (clmfires), unzip.
+#   --tests             the recipes, plus what the test suites need: a JRE
+#                       and Maven (the real Kafka broker and schema registry
+#                       from Maven Central), kcat, curl, openssl, clang and
+#                       its sanitizer runtime (libFuzzer), chromium (the
+#                       page test), and the Python venv of stock clients.
+#                       `scripts/test.sh` (CI) uses this level.
+#
+# Safe to run repeatedly: it installs only what is missing and runs
+# `apt-get update` only when something must be installed.
 set -euo pipefail
 
-PACKAGES=(
-  build-essential cmake pkg-config git
-  librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev libmicrohttpd-dev
-  libcurl4-openssl-dev curl unzip openssl
-  kcat python3 python3-yaml python3-venv
-  openjdk-17-jre-headless maven
-  r-base-core r-cran-plm r-cran-spatstat.data
-  clang libclang-rt-14-dev
-)
-# Only the tests need a browser (tests/integration/http_page_browser.sh):
-# `--tests` (scripts/test.sh) adds it, the demo does without.
-if [ "${1:-}" = "--tests" ]; then
-  PACKAGES+=(chromium)
-fi
+level=${1:---build}
+BUILD=(build-essential cmake pkg-config git
+       librdkafka-dev libavro-dev libcunit1-dev libsodium-dev libjansson-dev libjemalloc-dev libmicrohttpd-dev
+       libcurl4-openssl-dev)
+RECIPES=(python3 python3-yaml python3-venv unzip r-base-core r-cran-plm r-cran-spatstat.data)
+TESTS=(kcat curl openssl openjdk-17-jre-headless maven clang libclang-rt-14-dev chromium)
+case "$level" in
+  --build)   PACKAGES=("${BUILD[@]}") ;;
+  --recipes) PACKAGES=("${BUILD[@]}" "${RECIPES[@]}") ;;
+  --tests)   PACKAGES=("${BUILD[@]}" "${RECIPES[@]}" "${TESTS[@]}") ;;
+  *) echo "usage: $0 [--build|--recipes|--tests]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -47,14 +62,14 @@ pyenv() {
 }
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  pyenv
-  exit 0
+  echo "install-deps: all ${#PACKAGES[@]} packages of level ${level#--} present"
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-pyenv
+if [ "$level" = --tests ]; then
+  pyenv
+fi

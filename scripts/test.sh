@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: set up, build, and run every test suite.
-#   1. install the Debian packages (idempotent)
+#   1. install the Debian packages (idempotent; install-deps.sh --tests)
 #   2. build the -Werror build and the ASan+UBSan build
 #   3. start the local Apache Kafka broker (KRaft, 127.0.0.1) and the local
 #      schema registry (scripts/registry-local.sh) if integration tests
@@ -8,9 +8,20 @@
 #   4. run ctest in both builds, and between them the libFuzzer harnesses
 #      (scripts/fuzz.sh: clang build in build-fuzz/, 60 s each); the run
 #      ends with ctest's summary line of the ASan build
+# `--quick`: the unit and CLI tests of the release build only (no broker,
+# no sanitizers, no fuzzing; a few minutes) — the loop while editing.
+# CI runs the whole thing (no flag).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+
+if [ "${1:-}" = --quick ]; then
+  bash scripts/install-deps.sh --recipes || exit 1
+  bash scripts/build.sh release || exit 1
+  echo "== ctest --quick: unit and CLI tests, release build =="
+  cd build && exec ctest --output-on-failure -j"$(nproc)" -L 'unit|cli'
+fi
+[ $# -eq 0 ] || { echo "usage: $0 [--quick]" >&2; exit 2; }
 
 bash scripts/install-deps.sh --tests || exit 1
 bash scripts/build.sh release || exit 1
