@@ -27,7 +27,13 @@ Methods: `spatial` (variant safe, counter simple, horizon = the steps),
 "paper" = no variant key, which is today's default), `uniform` (the true
 count of uniform points: a data-independent baseline that knows the count).
 Prints per (stream, ε, method) the error at each step (mean of the S/M/L
-rel_err, mean over keys) and the ratios the issue's targets name."""
+rel_err, mean over keys) and the ratios the issue's targets name.
+
+  --dims 1 or 3: `hypercube` against the uniform baseline only (no `spatial`
+  there), by bench_range_hypercube (axis-aligned boxes of volume 10^-4..10^-1,
+  its own queries); streams clmfires (d = 1: the x coordinate; d = 3: x, y and
+  the day of the year / 366) and clustered (3 Gaussian blobs, weights
+  .5/.3/.2, sd .04–.08, clipped; seed 202 + 1000·d)."""
 import argparse
 import csv
 import math
@@ -93,6 +99,68 @@ def drops_points(steps, per):
     return pts
 
 
+def clmfires_points_3d():
+    r = ("library(spatstat.data); data(clmfires); w <- clmfires$window; "
+         "cat(w$xrange, w$yrange, '\\n'); "
+         "write.table(cbind(clmfires$x, clmfires$y, as.numeric(format(clmfires$marks$date, '%j'))), "
+         "sep=',', row.names=FALSE, col.names=FALSE)")
+    out = subprocess.run(["Rscript", "-e", r], check=True, capture_output=True, text=True).stdout.strip().splitlines()
+    x0, x1, y0, y1 = (float(v) for v in out[0].split())
+    pts = [((float(a) - x0) / (x1 - x0), (float(b) - y0) / (y1 - y0), float(c) / 366)
+           for a, b, c in (l.split(",") for l in out[1:])]
+    random.Random(404).shuffle(pts)
+    return pts
+
+
+def clustered_points(n, d):
+    rnd = random.Random(202 + 1000 * d)
+    blobs = [((0.25, 0.30, 0.6), 0.05, 0.5), ((0.70, 0.75, 0.3), 0.08, 0.3), ((0.75, 0.25, 0.8), 0.04, 0.2)]
+    out = []
+    for _ in range(n):
+        c, sd, _ = rnd.choices(blobs, [b[2] for b in blobs])[0]
+        out.append(tuple(min(1.0, max(0.0, rnd.gauss(c[k], sd))) for k in range(d)))
+    return out
+
+
+def run_d(a, d, variants):
+    """d = 1 or 3: hypercube's variants against the uniform baseline (bench_range_hypercube)."""
+    b = os.path.join(os.path.dirname(a.bin), "bench_range_hypercube")
+    n = a.steps * a.per_step
+    streams = {"clmfires": lambda: [p[:d] if d == 1 else p for p in clmfires_points_3d()],
+               "clustered": lambda: clustered_points(n, d)}
+    for name in a.streams.split(","):
+        if name not in streams:
+            continue
+        path = os.path.join(a.work, f"{name}_d{d}.csv")
+        with open(path, "w") as f:
+            for i, p in enumerate(streams[name]()[:n]):
+                f.write(f"{i // a.per_step + 1}," + ",".join(repr(v) for v in p) + "\n")
+        for eps in (float(e) for e in a.epsilons.split(",")):
+            res = {}
+            for label, method, variant in [("uniform", "uniform", None)] + [
+                    (f"hypercube/{v}", "hypercube", None if v == "paper" else v) for v in variants]:
+                runs = []
+                for k in range(1, a.keys + 1):
+                    cmd = ["nice", "-n", "10", b, "--points", path, "--dims", str(d), "--method", method,
+                           "--epsilon", str(eps), "--key", str(k)] + (["--variant", variant] if variant else [])
+                    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+                    runs.append({int(r.split()[4]): statistics.mean(float(v) for v in r.split()[6:9])
+                                 for r in out.splitlines()})
+                res[label] = runs
+            steps = sorted(res["uniform"][0])
+            mean = {l: [statistics.mean(r[s] for r in runs) for s in steps] for l, runs in res.items()}
+            print(f"\n## {name} d={d} eps={eps:g} ({a.keys} keys; mean of S/M/L rel_err)")
+            print("| step | t | " + " | ".join(mean) + " |")
+            for i, s in enumerate(steps):
+                print(f"| {s} | {s * a.per_step} | " + " | ".join(f"{mean[l][i]:.3f}" for l in mean) + " |")
+            for l in mean:
+                if l.startswith("hypercube"):
+                    above = sum(mean[l][i] > mean["uniform"][i] for i in range(len(steps)))
+                    worst = max(mean[l][i] / mean["uniform"][i] for i in range(len(steps)))
+                    print(f"{l} d={d}: above uniform at {above}/{len(steps)} steps (worst {worst:.2f}x); last step "
+                          f"{mean[l][-1] / mean['uniform'][-1]:.2f}x uniform", flush=True)
+
+
 def write_stream(work, name, pts, steps, per, queries):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
@@ -134,8 +202,11 @@ def main():
     ap.add_argument("--work", default="/tmp/hc_vs_spatial")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/bench_accuracy_spatial"))
     ap.add_argument("--csv", default=None, help="write every (stream, eps, method, key, step, err) row here")
+    ap.add_argument("--dims", type=int, default=2, help="1 or 3: against the uniform baseline only")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.dims != 2:
+        return run_d(a, a.dims, a.variants.split(","))
     motion_q = os.path.join(a.work, "motion_src", "queries.csv")
     motion_points(a.work, a.phdstream_repo)
     queries = open(motion_q).read()
