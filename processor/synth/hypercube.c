@@ -43,6 +43,24 @@
  * largest so far: it rises with the level towards the series' sum <= ε,
  * never past it, over an infinite horizon.
  *
+ * Variant "dense" (issue 38; docs/privacy.md §8.1 derives and measures it;
+ * "paper", the default, is all of the above unchanged).  Three changes, each
+ * public or post-processing, with the proof above intact:
+ *   depth     depth(r) = dp_hypercube_depth(): the largest j <= min(r, D)
+ *             whose cells hold, under the uniform at t_r, c standard
+ *             deviations of one epoch's noise (r − 4 or r − 5 at d = 2) —
+ *             a function of r and the configuration;
+ *   counting  each cell adds its inputs and folds them at the end of a
+ *             public epoch (grid ceil(2^(k/q)/ε), level starts included;
+ *             hc_epoch_ends) with one Lap_Z(1/ε_{j,r}): sensitivity 1, so
+ *             ε_{j,r}-DP for an input of level r, as Lemma 3.3's counter;
+ *   budget    ε_{j,r} scaled so that 2·Σ_{j<=depth(r)} ε_{j,r} = ε(1 − 10^-12)
+ *             (d = 1: over j <= D, the replayed depths), the supremum
+ *             Prop. 4.1 allows, reached; the consistency split subtracts
+ *             κ·sd from both children first (split_threshold).
+ * Cost per point: ε(1 − 10^-12) once depth(r) >= 1 (0 before: nothing is
+ * counted and the release is uniform).
+ *
  * Consistency (Alg. 4, over |θ| <= depth: the paper's text stops at
  * |θ| < r, the second slip).  m_root = t; top-down, each cell's m splits
  * between its children in proportion to their clamped counts a, b >= 0:
@@ -309,11 +327,12 @@ static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t er
 
 /* "dense": the split subtracts τ_j = κ·sd from both children's counts
  * before clamping, sd the standard deviation of one epoch's noise at depth j
- * in the current level (√2/ε_{j,r}, public).  A child with no points gets
- * mass only if its noise exceeds κ sd (probability e^{−κ/√2}/2 ≈ 12 % at
- * κ = 2 instead of 1/2), so less mass leaks into empty cells — the "moving
- * mass into wrong cells" docs/privacy.md §8.1 measures; dense cells lose
- * τ of hundreds.  Post-processing of public values and released counts. */
+ * in the current level (≈ √2·b for Lap_Z(b), b = 1/ε_{j,r}; public).  A
+ * child with no points gets mass only if its noise exceeds κ sd
+ * (probability e^{−κ√2}/2 ≈ 3 % at κ = 2 instead of 1/2), so less mass
+ * leaks into empty cells — the "moving mass into wrong cells" of
+ * docs/privacy.md §8.1; a cell of hundreds loses τ.  Post-processing of
+ * public values and released counts. */
 static int64_t split_threshold(hc_release *m, unsigned j)
 {
     const dp_isc_level *lv;

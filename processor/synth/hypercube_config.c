@@ -139,7 +139,15 @@ static double share(const dp_hypercube_config *c, unsigned j, unsigned deep)
 
 double dp_hypercube_eps(const dp_hypercube_config *c, unsigned j, unsigned r)
 {
-    return c->epsilon * share(c, j, dp_hypercube_depth(c, r));
+    if (c->variant == DP_HYPERCUBE_DENSE)
+        return c->epsilon * share(c, j, dp_hypercube_depth(c, r));
+    /* the paper's, in the same floating-point steps as always (its noise scales, hence its releases, unchanged) */
+    double alpha, C1;
+    dp_hypercube_schedule_constants(c, &alpha, &C1);
+    if (c->box.d == 1)
+        return C1 * c->epsilon / ((double)(j + 1) * (double)(j + 1));
+    unsigned rr = r < c->max_depth ? r : c->max_depth;
+    return C1 * c->epsilon * pow(alpha, (double)j - (double)rr);
 }
 
 unsigned dp_hypercube_depth(const dp_hypercube_config *c, unsigned r)
