@@ -9,6 +9,8 @@ Zhu 2024, Theorem 1.1, eq. (1.1)) measured with bench_accuracy_hypercube:
         [--work /tmp/accuracy_hypercube] [--t-max 131072] [--keys 5] [--epsilons 0.5,1,2]
         [--streams2 uniform,clustered,drifting,clmfires] [--streams1 uniform,clustered,drifting]
         [--grid 362] [--exact-max 2048] [--subsample 2048] [--out RESULTS.md] [--reuse] [--no-validate]
+        [--variant dense|paper]   (none: the synthesizer's default, "dense" since issue 38; the
+                                   RESULTS.md figures before issue 38 are "paper")
 
 Streams (seeded, deterministic; files in --work):
   uniform    iid uniform on [0,1]^d

@@ -43,8 +43,8 @@
  * largest so far: it rises with the level towards the series' sum <= ε,
  * never past it, over an infinite horizon.
  *
- * Variant "dense" (issue 38; docs/privacy.md §8.1 derives and measures it;
- * "paper", the default, is all of the above unchanged).  Three changes, each
+ * Variant "dense" (issue 38, the default since; docs/privacy.md §8.1 derives
+ * and measures it; "paper" is all of the above unchanged).  Three changes, each
  * public or post-processing, with the proof above intact:
  *   depth     depth(r) = dp_hypercube_depth(): the largest j <= min(r, D)
  *             whose cells hold, under the uniform at t_r, c standard

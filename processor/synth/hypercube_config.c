@@ -55,6 +55,7 @@ int dp_hypercube_config_parse(dp_hypercube_config *c, const json_t *cfg, char *e
     c->points_per_step = 1;
     c->max_depth = 20;
     c->max_release_points = 10000000;
+    c->variant = DP_HYPERCUBE_DENSE;   /* issue 38: it wins at every t measured (docs/privacy.md §8.1) */
     int rc = dp_cfg_check_object(cfg, NAME, KEYS, errstr, errstr_size);
     if (rc != DP_OK || (rc = dp_cfg_unused_delta(cfg, NAME, errstr, errstr_size)) != DP_OK)
         return rc;

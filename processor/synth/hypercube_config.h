@@ -14,10 +14,10 @@
  *   output              "full" (default: all t points) | "delta" (changes since the
  *                       last release)
  *   max_release_points  a FULL release with more points is cut and flagged (default 10^7)
- *   variant             "paper" (default: seed 004 as written, docs/privacy.md §8) | "dense"
- *                       (issue 38, docs/privacy.md §8.1: refinement waits until a depth's
- *                       counts can carry it, and each cell counts by epochs with the whole
- *                       level budget on one Laplace draw instead of Alg. 2 + fold)
+ *   variant             "dense" (the default since issue 38, docs/privacy.md §8.1:
+ *                       refinement waits until a depth's counts can carry it, each cell
+ *                       counts by epochs with the whole level budget on one Laplace draw
+ *                       instead of Alg. 2 + fold) | "paper" (seed 004 as written, §8)
  *   epochs_per_level    "dense" only: q, the epochs a level is cut into (default 4)
  *   depth_snr           "dense" only: c, depth j is created once t_r/2^j >= c·(one epoch's
  *                       noise sd at the finest depth) (default 1)

@@ -1,5 +1,6 @@
 /* test_hypercube_dense.c — `hypercube`'s variant "dense" (issue 38,
- * docs/privacy.md §8.1) through synth.h: its keys are refused without it;
+ * docs/privacy.md §8.1; the default since then) through synth.h: its keys
+ * are refused with the paper's rule;
  * a point costs exactly ε once the tree has a depth (the renormalised
  * series, never more) and the depth is the largest the public rule allows;
  * at the first step of a clustered stream the release follows the data
@@ -26,16 +27,17 @@ static dp_hypercube_config config_of(const char *text)
 static void test_config(void)
 {
     tk_expect_refused("hypercube", "{\"epsilon\": 1, \"variant\": \"fast\"}", "variant");
-    tk_expect_refused("hypercube", "{\"epsilon\": 1, \"epochs_per_level\": 2}", "epochs_per_level");
+    tk_expect_refused("hypercube", "{\"epsilon\": 1, \"variant\": \"paper\", \"epochs_per_level\": 2}",
+                      "epochs_per_level");
     tk_expect_refused("hypercube", "{\"epsilon\": 1, \"variant\": \"paper\", \"depth_snr\": 2}", "depth_snr");
     tk_expect_refused("hypercube", "{\"epsilon\": 1, \"variant\": \"dense\", \"depth_snr\": 0}", "depth_snr");
     tk_expect_refused("hypercube", "{\"epsilon\": 1, \"variant\": \"dense\", \"epochs_per_level\": 0}",
                       "epochs_per_level");
     tk_expect_refused("hypercube", "{\"epsilon\": 1, \"variant\": \"dense\", \"split_threshold\": -1}",
                       "split_threshold");
-    dp_hypercube_config c = config_of("{\"epsilon\": 1}");
+    dp_hypercube_config c = config_of("{\"epsilon\": 1, \"variant\": \"paper\"}");
     CU_ASSERT_EQUAL(c.variant, DP_HYPERCUBE_PAPER);
-    c = config_of("{\"epsilon\": 1, \"variant\": \"dense\"}");
+    c = config_of("{\"epsilon\": 1}");   /* the default since issue 38 */
     CU_ASSERT_EQUAL(c.variant, DP_HYPERCUBE_DENSE);
     CU_ASSERT_EQUAL(c.epochs_per_level, 4);
     CU_ASSERT_DOUBLE_EQUAL(c.depth_snr, 1, 0);
@@ -283,7 +285,7 @@ static void test_determinism_and_restore(void)
 int main(void)
 {
     static const dptest_case cases[] = {
-        {"dense: its keys need it and are range-checked", test_config},
+        {"dense is the default; its keys need it and are range-checked", test_config},
         {"dense: a point costs exactly ε (renormalised eq. 4.1); the depth is the public rule's",
          test_schedule_exact_budget_and_public_depth},
         {"step 1 of a clustered stream: paper releases the uniform, dense follows the data",
