@@ -4,7 +4,7 @@ baseline on the same insert-only point stream, by seed 002's range-query
 relative error (bench_accuracy_spatial's metric), at every step.
 
   python3 bench/accuracy_hypercube/vs_spatial.py [--streams clmfires,motion,circles,drops]
-        [--epsilons 1,4] [--keys 5] [--variants paper,...] [--per-step 300] [--steps 12]
+        [--epsilons 1,4] [--keys 5] [--variants paper,dense] [--per-step 300] [--steps 12]
         [--phdstream-repo /work/.mirror/k-girish+phdstream/repo] [--work /tmp/hc_vs_spatial]
         [--bin build/bench_accuracy_spatial] [--md]
 
@@ -23,8 +23,9 @@ Streams (d = 2, on [0,1]^2, --steps steps of --per-step points, inserts only):
 Queries: the authors' range queries (10 000 small, 5 000 medium, 1 000 large
 rectangles of motion_circles_queries.shp), the same for every stream.
 Methods: `spatial` (variant safe, counter simple, horizon = the steps),
-`hypercube` (points_per_step = per_step, max_depth 20; each --variants entry,
-"paper" = no variant key, which is today's default), `uniform` (the true
+`hypercube` (points_per_step = per_step, max_depth 20; each --variants entry
+passed as "variant", default paper,dense; "V:key=n:…" adds numeric keys, e.g.
+dense:split_threshold=0), `uniform` (the true
 count of uniform points: a data-independent baseline that knows the count).
 Prints per (stream, ε, method) the error at each step (mean of the S/M/L
 rel_err, mean over keys) and the ratios the issue's targets name.
@@ -138,7 +139,7 @@ def run_d(a, d, variants):
         for eps in (float(e) for e in a.epsilons.split(",")):
             res = {}
             for label, method, variant in [("uniform", "uniform", None)] + [
-                    (f"hypercube/{v}", "hypercube", None if v == "paper" else v) for v in variants]:
+                    (f"hypercube/{v}", "hypercube", v) for v in variants]:
                 runs = []
                 for k in range(1, a.keys + 1):
                     cmd = ["nice", "-n", "10", b, "--points", path, "--dims", str(d), "--method", method,
@@ -195,7 +196,7 @@ def main():
     ap.add_argument("--streams", default="clmfires,motion,circles,drops")
     ap.add_argument("--epsilons", default="1,4")
     ap.add_argument("--keys", type=int, default=5)
-    ap.add_argument("--variants", default="paper")
+    ap.add_argument("--variants", default="paper,dense")
     ap.add_argument("--per-step", type=int, default=300)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--phdstream-repo", default="/work/.mirror/k-girish+phdstream/repo")
@@ -215,7 +216,7 @@ def main():
             "circles": lambda: circles_points(n), "drops": lambda: drops_points(a.steps, a.per_step)}
     methods = [("spatial", "phdstream", None), ("uniform", "uniform", None)]
     for v in a.variants.split(","):
-        methods.append((f"hypercube/{v}", "hypercube", None if v == "paper" else v))
+        methods.append((f"hypercube/{v}", "hypercube", v))
     out_rows = []
     for name in a.streams.split(","):
         data = write_stream(a.work, name, gens[name](), a.steps, a.per_step, queries)
