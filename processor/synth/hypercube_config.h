@@ -20,7 +20,7 @@
  *                       instead of Alg. 2 + fold) | "paper" (seed 004 as written, §8)
  *   epochs_per_level    "dense" only: q, the epochs a level is cut into (default 4)
  *   depth_snr           "dense" only: c, depth j is created once t_r/2^j >= c·(one epoch's
- *                       noise sd at the finest depth) (default 1)
+ *                       noise sd at the finest depth) (default 1; 2 for d = 1)
  *   split_threshold     "dense" only: κ, the consistency step subtracts κ·(one epoch's
  *                       noise sd) from the children's counts before clamping (default 2)
  *   delta               accepted and unused (pure ε) */
