@@ -104,6 +104,7 @@ int dp_hypercube_config_parse(dp_hypercube_config *c, const json_t *cfg, char *e
         (rc = dp_cfg_choice(json_object_get(cfg, "variant"), NAME, "variant", VARIANTS, &c->variant, errstr,
                             errstr_size)))
         return rc;
+    c->variant_explicit = json_object_get(cfg, "variant") != NULL;
     return parse_dense(c, cfg, errstr, errstr_size);
 }
 

@@ -43,6 +43,7 @@ typedef struct dp_hypercube_config {
     int      delta_output;
     uint64_t max_release_points;
     int      variant;              /* DP_HYPERCUBE_PAPER | DP_HYPERCUBE_DENSE */
+    int      variant_explicit;     /* "variant" was given (else a paper-rule snapshot keeps its rule) */
     uint32_t epochs_per_level;     /* dense: q >= 1 */
     double   depth_snr;            /* dense: c > 0 */
     double   split_threshold;      /* dense: κ >= 0 */

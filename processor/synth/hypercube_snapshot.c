@@ -99,8 +99,15 @@ int hc_release_load(dp_release_half *rel, dp_reader *r)
 {
     hc_release *m = (hc_release *)rel;
     const dp_hypercube_config *c = &m->cfg;
+    uint32_t magic = dp_reader_u32(r);
+    /* A stream started under the paper's rule, the default before issue 38,
+     * whose configuration does not name a variant continues under that rule:
+     * its counters, schedule and spend are the paper's (changing them mid-
+     * stream is a new stream).  A named variant must match the snapshot. */
+    if (magic == HC_REL_MAGIC && c->variant == DP_HYPERCUBE_DENSE && !c->variant_explicit)
+        m->cfg.variant = DP_HYPERCUBE_PAPER;
     int dense = c->variant == DP_HYPERCUBE_DENSE;
-    if (dp_reader_u32(r) != (dense ? HC_REL_MAGIC_DENSE : HC_REL_MAGIC) || dp_reader_u32(r) != c->box.d ||
+    if (magic != (dense ? HC_REL_MAGIC_DENSE : HC_REL_MAGIC) || dp_reader_u32(r) != c->box.d ||
         dp_reader_u32(r) != c->max_depth || dp_reader_u64(r) != c->points_per_step ||
         dp_reader_u8(r) != (uint8_t)c->delta_output || dp_reader_f64(r) != c->epsilon)
         return DP_ECORRUPT;

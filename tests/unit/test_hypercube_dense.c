@@ -6,7 +6,8 @@
  * at the first step of a clustered stream the release follows the data
  * where the paper's rule releases exactly the uniform; every release has
  * exactly t points with the ledger within ε; replays are byte-identical and
- * a restore continues byte-identically (d = 1, 2, 3). */
+ * a restore continues byte-identically (d = 1, 2, 3); a stream started under
+ * the paper's rule without naming it keeps that rule across the upgrade. */
 #include "dptest.h"
 #include "synth_testkit.h"
 
@@ -282,6 +283,64 @@ static void test_determinism_and_restore(void)
     }
 }
 
+/* Upgrading: a stream started under the paper's rule (the default before
+ * issue 38) with a configuration that names no variant restores under the
+ * new default and continues under the paper's rule, byte for byte as if
+ * never interrupted; a configuration naming "dense" refuses that state. */
+static void paper_run(const char *restore_cfg, int restore_at, dp_buf *out, int *restored)
+{
+    json_t *j = tk_cfg_text("{\"epsilon\": 4, \"points_per_step\": 30, \"max_depth\": 7, \"variant\": \"paper\"}");
+    json_t *jr = restore_cfg ? tk_cfg_text("%s", restore_cfg) : NULL;
+    dp_synth *s;
+    dp_key key;
+    CU_ASSERT_EQUAL_FATAL(create(&s, j, 5, &key), DP_OK);
+    dp_synth_env env = {&key, "hc/1", 4};
+    tk_sink k;
+    tk_sink_init(&k);
+    uint64_t t = 0;
+    *restored = 1;
+    for (int step = 1; step <= 16 && s; step++) {
+        uint64_t n = (uint64_t)(step * 7 % 11) * 3;
+        feed(s, (uint64_t)step, t, n, 2);
+        t += n;
+        if (step == restore_at) {
+            dp_buf snap;
+            dp_buf_init(&snap);
+            CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(s, &snap), DP_OK);
+            dp_synth_destroy(s);
+            char err[512];
+            *restored = dp_synth_restore(&s, "hypercube", jr, &env, snap.data, snap.len, err, sizeof err) == DP_OK;
+            dp_buf_free(&snap);
+            if (!*restored)
+                break;
+        }
+        CU_ASSERT_EQUAL_FATAL(close_step(s, &k), DP_OK);
+    }
+    dp_buf_put_bytes(out, k.out.data, k.out.len);
+    tk_sink_free(&k);
+    dp_synth_destroy(s);
+    json_decref(j);
+    json_decref(jr);
+}
+
+static void test_paper_snapshot_keeps_its_rule(void)
+{
+    dp_buf a, b, c;
+    dp_buf_init(&a);
+    dp_buf_init(&b);
+    dp_buf_init(&c);
+    int ok_a, ok_b, ok_c;
+    paper_run(NULL, 0, &a, &ok_a);
+    paper_run("{\"epsilon\": 4, \"points_per_step\": 30, \"max_depth\": 7}", 9, &b, &ok_b);
+    paper_run("{\"epsilon\": 4, \"points_per_step\": 30, \"max_depth\": 7, \"variant\": \"dense\"}", 9, &c,
+              &ok_c);
+    CU_ASSERT(ok_a && ok_b && !ok_c);
+    CU_ASSERT(a.len > 1000 && a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+    dp_buf_free(&a);
+    dp_buf_free(&b);
+    dp_buf_free(&c);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
@@ -293,6 +352,8 @@ int main(void)
         {"dense: every release has exactly t points; the ledger within ε", test_exactly_t_points_within_budget},
         {"dense: replay byte-identical, restore continues byte-identically, key matters",
          test_determinism_and_restore},
+        {"a paper-rule snapshot without a named variant continues under the paper's rule; \"dense\" refuses it",
+         test_paper_snapshot_keeps_its_rule},
         {NULL, NULL},
     };
     return dptest_run("hypercube_dense", cases);
