@@ -8,7 +8,7 @@
  *                            [--max-depth 20] [--key K] [--stream NAME] [--t-max N]
  *                            [--eval-min 64] [--evals-per-octave 1] [--eval-from 0]
  *                            [--grid 362] [--grid-min 181]
- *                            [--exact-max 2048] [--check 0] [--subsample 0] [--baseline 1]
+ *                            [--exact-max 2048] [--check 0] [--subsample 0] [--baseline 1] [--variant V]
  *   bench_accuracy_hypercube --selftest      (the W1 solvers against each other)
  *
  * FILE: CSV, one point "x1,...,xd" per line, in [0,1]^d, in stream order.
@@ -77,7 +77,7 @@ static double now(void)
 }
 
 typedef struct cfg {
-    const char *points, *stream;
+    const char *points, *stream, *variant;
     unsigned d, max_depth, grid, grid_min, per_octave, baseline, check;
     double eps;
     int key;
@@ -343,12 +343,13 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--subsample")) c.subsample = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--baseline")) c.baseline = (unsigned)atoi(v);
         else if (!strcmp(k, "--check")) c.check = (unsigned)atoi(v);
+        else if (!strcmp(k, "--variant")) c.variant = v;
         else die("unknown option");
     }
     if (!c.points)
         die("usage: --points FILE --dims D --epsilon E [--points-per-step B] [--max-depth 20] [--key K] "
             "[--stream NAME] [--t-max N] [--eval-min 64] [--evals-per-octave 1] [--eval-from 0] [--grid 362] "
-            "[--grid-min 181] [--exact-max 2048] [--check 0] [--subsample 0] [--baseline 1]   |   --selftest");
+            "[--grid-min 181] [--exact-max 2048] [--check 0] [--subsample 0] [--baseline 1] [--variant V]   |   --selftest");
     if (c.d != 1 && c.d != 2)
         die("--dims must be 1 or 2 (the exact W1 solvers here are for d <= 2)");
     if (c.b == 0 || c.eval_min == 0 || c.per_octave == 0 || c.grid_min < 16 || c.grid < c.grid_min)
@@ -365,6 +366,8 @@ int main(int argc, char **argv)
     key.bytes[31] = 0x5a;
     json_t *j = json_pack("{s:f, s:i, s:I, s:i, s:s}", "epsilon", c.eps, "dims", (int)c.d, "points_per_step",
                           (json_int_t)c.b, "max_depth", (int)c.max_depth, "output", "full");
+    if (j && c.variant)   /* issue 38: "paper" (the default) or "dense" */
+        json_object_set_new(j, "variant", json_string(c.variant));
     char err[512];
     dp_synth *s = NULL;
     dp_synth_env env = {&key, "bench/hypercube", 15};

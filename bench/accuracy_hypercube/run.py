@@ -9,6 +9,8 @@ Zhu 2024, Theorem 1.1, eq. (1.1)) measured with bench_accuracy_hypercube:
         [--work /tmp/accuracy_hypercube] [--t-max 131072] [--keys 5] [--epsilons 0.5,1,2]
         [--streams2 uniform,clustered,drifting,clmfires] [--streams1 uniform,clustered,drifting]
         [--grid 362] [--exact-max 2048] [--subsample 2048] [--out RESULTS.md] [--reuse] [--no-validate]
+        [--variant dense|paper]   (none: the synthesizer's default, "dense" since issue 38; the
+                                   RESULTS.md figures before issue 38 are "paper")
 
 Streams (seeded, deterministic; files in --work):
   uniform    iid uniform on [0,1]^d
@@ -154,7 +156,8 @@ def parse(out):
 
 
 def run_bench(a, path, name, d, eps, key, n, b, extra, log):
-    out_path = os.path.join(a.work, "runs", f"{name}_d{d}_t{a.t_max}_e{eps:g}_k{key}{extra.get('tag', '')}.txt")
+    vtag = f"_{a.variant}" if a.variant else ""
+    out_path = os.path.join(a.work, "runs", f"{name}_d{d}_t{a.t_max}_e{eps:g}_k{key}{vtag}{extra.get('tag', '')}.txt")
     if a.reuse and os.path.exists(out_path):
         with open(out_path) as f:
             text = f.read()
@@ -164,6 +167,7 @@ def run_bench(a, path, name, d, eps, key, n, b, extra, log):
            "--points-per-step", str(b), "--max-depth", str(a.max_depth), "--key", str(key), "--stream", name,
            "--t-max", str(n), "--grid", str(a.grid), "--exact-max", str(a.exact_max)]
     cmd += extra.get("args", [])
+    cmd += ["--variant", a.variant] if a.variant else []
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     dt = time.time() - t0
@@ -351,6 +355,7 @@ def main():
     ap.add_argument("--subsample", type=int, default=2048)
     ap.add_argument("--out", default=None, help="write the markdown tables here too")
     ap.add_argument("--reuse", action="store_true", help="reuse finished runs in --work/runs")
+    ap.add_argument("--variant", default=None, help="hypercube's variant (paper, the default, or dense; issue 38)")
     ap.add_argument("--no-validate", action="store_true", help="skip the resolution check on a grid twice as fine")
     a = ap.parse_args()
     a.streams2 = [s for s in a.streams2.split(",") if s]

@@ -3,7 +3,7 @@
  * the paper's baselines on one point stream, by the authors' metric.
  *
  *   bench_accuracy_spatial --data DIR --method M [--counter simple|block8] [--epsilon E]
- *                          [--key K] [--every 14] [--max-depth 20] [--sensitivity 1]
+ *                          [--key K] [--every 14] [--max-depth 20] [--sensitivity 1] [--variant V]
  *
  * DIR is connectors/spatial/make_updates.py's output (points.csv: step,
  * move, x, y on [0,1]^2; queries.csv: x1,y1,x2,y2,size; stream.json: the
@@ -16,6 +16,11 @@
  *        synthetic counts scaled by the number of steps so far (§5.3)
  *   b3   offline PrivTree on the first step's data, then one counter per leaf at
  *        the full ε counting each later step's change on the frozen tree (§5.3)
+ *   hypercube  `hypercube` behind synth.h (seed 004; insert-only streams: a point
+ *        is a REPORT of one time), points_per_step = the largest step, max_depth
+ *        as given, `--variant V` passed through when given (issue 38)
+ *   uniform    the data-independent baseline: as many points as the true data
+ *        has (the true count, not private), uniform on the box (issue 38)
  * Metrics: at step t with n live distinct points, over one size's queries,
  *   rel_err      = mean |ŝ − s| / (s + max(1, 0.001·n))   (PrivTree's relative error, true s below)
  *   rel_err_code = mean |ŝ − s| / (ŝ + max(1, 0.001·n))   (what the authors' code computes:
@@ -193,7 +198,7 @@ static void sample_leaves(const dp_box *box, const leafvec *lv, const double *co
 /* --- main -------------------------------------------------------------------------------- */
 
 typedef struct cfg {
-    const char *data, *method, *counter;
+    const char *data, *method, *counter, *variant;
     double eps;
     int key, every, sensitivity;
     uint32_t max_depth;
@@ -268,6 +273,8 @@ static int on_manifest(void *ctx, const dp_release_manifest *m)
     for (size_t i = 0; i < m->n_debias; i++)
         if (strcmp(m->debias[i].key, "leaves") == 0)
             LEAVES = m->debias[i].value;
+        else if (strcmp(m->debias[i].key, "depth") == 0)   /* hypercube: its finest cells */
+            LEAVES = ldexp(1.0, (int)m->debias[i].value);
     return 0;
 }
 
@@ -297,6 +304,52 @@ static void report(const cfg *c, uint32_t step, const query *q, size_t nq, ptvec
     free(b);
 }
 
+/* `spatial` (PHDStream) or `hypercube` behind synth.h, as dpstream runs them. */
+static dp_synth *make_synth(const cfg *c, const dp_key *key, uint32_t steps, const upd *u, size_t nu)
+{
+    char err[512];
+    json_t *j;
+    const char *name = "spatial";
+    if (!strcmp(c->method, "hypercube")) {
+        uint64_t most = 0, run = 0;   /* the largest step (public: replacement fixes every step's count) */
+        for (size_t i = 0; i < nu; i++) {
+            if (u[i].move < 0)
+                die("hypercube takes insert-only streams");
+            run = i > 0 && u[i].step == u[i - 1].step ? run + 1 : 1;
+            most = run > most ? run : most;
+        }
+        name = "hypercube";
+        j = json_pack("{s:[[i,i],[i,i]], s:f, s:I, s:i}", "box", 0, 1, 0, 1, "epsilon", c->eps / c->sensitivity,
+                      "points_per_step", (json_int_t)(most ? most : 1), "max_depth", (int)c->max_depth);
+    } else {
+        j = json_pack("{s:[[i,i],[i,i]], s:f, s:i, s:b, s:I, s:o}", "box", 0, 1, 0, 1, "epsilon",
+                      c->eps / c->sensitivity, "max_depth", (int)c->max_depth, "unsafe_paper_variant",
+                      !strcmp(c->method, "phdstream-paper"), "horizon", (json_int_t)steps,
+                      "counter", !strcmp(c->counter, "block8") ? json_pack("{s:s,s:i}", "kind", "block", "block", 8)
+                                                             : json_string("simple"));
+    }
+    if (c->variant) {   /* "V" or "V:key=number:…" (extra numeric keys, e.g. dense:depth_snr=2) */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", c->variant);
+        char *save = NULL, *tok = strtok_r(buf, ":", &save);
+        json_object_set_new(j, "variant", json_string(tok));
+        while ((tok = strtok_r(NULL, ":", &save))) {
+            char *eq = strchr(tok, '=');
+            if (!eq)
+                die("--variant V:key=number");
+            *eq = '\0';
+            double v = atof(eq + 1);
+            json_object_set_new(j, tok, v == floor(v) ? json_integer((json_int_t)v) : json_real(v));
+        }
+    }
+    dp_synth_env env = {key, "bench/spatial", 13};
+    dp_synth *s = NULL;
+    if (dp_synth_create(&s, name, j, &env, err, sizeof err) != DP_OK)
+        die(err);
+    json_decref(j);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     cfg c = {.counter = "simple", .eps = 1, .key = 1, .every = 14, .sensitivity = 1, .max_depth = 20};
@@ -310,11 +363,12 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--every")) c.every = atoi(v);
         else if (!strcmp(k, "--sensitivity")) c.sensitivity = atoi(v);
         else if (!strcmp(k, "--max-depth")) c.max_depth = (uint32_t)atoi(v);
+        else if (!strcmp(k, "--variant")) c.variant = v;
         else die("unknown option");
     }
     if (!c.data || !c.method)
-        die("usage: --data DIR --method phdstream|phdstream-paper|b1|b2|b3 [--counter simple|block8] [--epsilon E] "
-            "[--key K] [--every N]");
+        die("usage: --data DIR --method phdstream|phdstream-paper|b1|b2|b3|hypercube|uniform [--counter simple|block8] "
+            "[--epsilon E] [--key K] [--every N] [--variant V]");
     size_t nu, nq;
     uint32_t steps;
     upd *u = read_points(c.data, &nu, &steps);
@@ -336,7 +390,8 @@ int main(int argc, char **argv)
     truth tr;
     dp_bytes_map_init(&tr.live);
     ptvec tpts = {0}, syn = {0};
-    int is_phd = !strncmp(c.method, "phdstream", 9);
+    int is_phd = !strncmp(c.method, "phdstream", 9), is_hc = !strcmp(c.method, "hypercube"),
+        is_uni = !strcmp(c.method, "uniform");
     int block = !strcmp(c.counter, "block8");
     double eps_user = c.eps / c.sensitivity;   /* the authors' ε / change_sensitivity */
     char err[512];
@@ -345,17 +400,8 @@ int main(int argc, char **argv)
     dp_synth *s = NULL;
     collect col = {&syn, 0};
     dp_release_sink sink = {&col, on_record, on_manifest, NULL};
-    if (is_phd) {
-        json_t *j = json_pack("{s:[[i,i],[i,i]], s:f, s:i, s:b, s:I, s:o}", "box", 0, 1, 0, 1, "epsilon", eps_user,
-                              "max_depth", (int)c.max_depth, "unsafe_paper_variant",
-                              !strcmp(c.method, "phdstream-paper"), "horizon", (json_int_t)steps,
-                              "counter", block ? json_pack("{s:s,s:i}", "kind", "block", "block", 8)
-                                               : json_string("simple"));
-        dp_synth_env env = {&key, "bench/spatial", 13};
-        if (dp_synth_create(&s, "spatial", j, &env, err, sizeof err) != DP_OK)
-            die(err);
-        json_decref(j);
-    }
+    if (is_phd || is_hc)
+        s = make_synth(&c, &key, steps, u, nu);
     /* baselines' state */
     dp_privtree half;
     if (dp_privtree_prepare(&half, eps_user / 2, 0, c.max_depth, err, sizeof err) != DP_OK)
@@ -380,11 +426,21 @@ int main(int argc, char **argv)
         size_t first = i;
         for (; i < nu && u[i].step == t; i++)
             truth_apply(&tr, &u[i]);
-        int eval = (t > 1 && (t - 1) % (uint32_t)c.every == 0) || t == steps;
+        int eval = (t > 1 && (t - 1) % (uint32_t)c.every == 0) || t == steps || c.every == 1;   /* --every 1: all */
         double t0 = now(), step_leaves = 0;
         dp_drbg g;
         dp_drbg_init(&g, &key, c.method, strlen(c.method), t, "bench/baseline");
-        if (is_phd) {
+        if (is_uni) {
+            if (eval) {   /* the true count, uniform on the box */
+                truth_points(&tr, &tpts);
+                syn.n = 0;
+                for (size_t k = 0; k < tpts.n; k++) {
+                    double x[2];
+                    dp_partition_sample(&box, 0, 0, &g, x);
+                    push(&syn, (pt){x[0], x[1]});
+                }
+            }
+        } else if (is_phd || is_hc) {
             for (size_t k = first; k < i; k++) {
                 double x[2] = {u[k].p.x, u[k].p.y};
                 /* points.csv has no ids and `spatial` refuses a DELETE without
@@ -398,7 +454,7 @@ int main(int argc, char **argv)
                 memcpy(&by, &ny, 8);
                 snprintf(id, sizeof id, "%016llx%016llx", (unsigned long long)bx, (unsigned long long)by);
                 dp_update up = {.stream_id = "bench/spatial", .stream_id_len = 13, .step = t,
-                                .kind = u[k].move > 0 ? DP_UPDATE_INSERT : DP_UPDATE_DELETE,
+                                .kind = u[k].move > 0 ? (is_hc ? DP_UPDATE_REPORT : DP_UPDATE_INSERT) : DP_UPDATE_DELETE,
                                 .entity_id = id, .entity_id_len = 32,
                                 .payload = {.kind = DP_PAYLOAD_POINT, .point = x, .point_len = 2}};
                 dp_reject_reason why;

@@ -75,13 +75,15 @@ static int read_manifest(void *ctx, const dp_release_manifest *m)
 
 typedef struct run_result { double ingest_pps, lookup_pps, close_s, uniform_s; } run_result;
 
+static const char *VARIANT = "dense";   /* --variant: dense (the default since issue 38) or paper */
+
 static run_result run_once(uint64_t points, uint64_t per_step, double eps, unsigned d, unsigned max_depth)
 {
-    char cfg_text[256];
+    char cfg_text[320];
     snprintf(cfg_text, sizeof cfg_text,
              "{\"epsilon\": %.17g, \"dims\": %u, \"points_per_step\": %llu, \"max_depth\": %u, "
-             "\"max_release_points\": 17179869184}",
-             eps, d, (unsigned long long)per_step, max_depth);
+             "\"max_release_points\": 17179869184, \"variant\": \"%s\"}",
+             eps, d, (unsigned long long)per_step, max_depth, VARIANT);
     json_error_t je;
     json_t *cfg = json_loads(cfg_text, 0, &je);
     dp_key key;
@@ -184,9 +186,11 @@ int main(int argc, char **argv)
             max_depth = (unsigned)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--repeat"))
             repeat = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--variant"))
+            VARIANT = argv[i + 1];
         else {
             fprintf(stderr, "usage: bench_throughput_hypercube [--points N] [--per-step B] [--epsilon E] "
-                            "[--dims D] [--max-depth D] [--repeat R]\n");
+                            "[--dims D] [--max-depth D] [--repeat R] [--variant dense|paper]\n");
             return 2;
         }
     }

@@ -45,6 +45,8 @@ int dp_isc_level_prepare(dp_isc_level *lv, double eps, uint64_t h, char *errstr,
         rc = prepare_dlap(&lv->node, &lv->var_node, 4.0 * lv->L / eps, errstr, errstr_size);
     if (rc == DP_OK)
         rc = prepare_dlap(&lv->fold, &lv->var_fold, 2.0 / eps, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = prepare_dlap(&lv->dense, &lv->var_dense, 1.0 / eps, errstr, errstr_size);
     return rc;
 }
 
@@ -119,6 +121,26 @@ int dp_isc_fold(dp_isc_cell *c, const dp_isc_level *lv, dp_drbg *fg)
     int64_t z = dp_dlap_sample(&lv->fold, fg), s;
     if (__builtin_add_overflow(c->Stil, c->closed, &s) || __builtin_add_overflow(s, c->open, &s) ||
         __builtin_add_overflow(s, z, &s))
+        return DP_ERANGE;
+    *c = (dp_isc_cell){.Stil = s};
+    return DP_OK;
+}
+
+int dp_isc_add(dp_isc_cell *c, int64_t x)
+{
+    if (x > DP_ISC_MAX_INPUT || x < -DP_ISC_MAX_INPUT)
+        return DP_EINVAL;
+    int64_t open;
+    if (__builtin_add_overflow(c->open, x, &open))
+        return DP_ERANGE;
+    c->open = open;
+    return DP_OK;
+}
+
+int dp_isc_fold_dense(dp_isc_cell *c, const dp_isc_level *lv, dp_drbg *fg)
+{
+    int64_t z = dp_dlap_sample(&lv->dense, fg), s;
+    if (__builtin_add_overflow(c->Stil, c->open, &s) || __builtin_add_overflow(s, z, &s))
         return DP_ERANGE;
     *c = (dp_isc_cell){.Stil = s};
     return DP_OK;

@@ -56,6 +56,8 @@ typedef struct dp_isc_level {
     unsigned L;            /* binary-mechanism levels */
     dp_dlap  svt, node, fold;
     double   var_svt, var_node, var_fold;
+    dp_dlap  dense;        /* Lap_Z(1/ε): the "dense" epoch fold (below) */
+    double   var_dense;
 } dp_isc_level;
 
 int dp_isc_level_prepare(dp_isc_level *lv, double eps, uint64_t h, char *errstr, size_t errstr_size);
@@ -92,6 +94,18 @@ int dp_isc_step(dp_isc_cell *c, const dp_isc_level *lv, unsigned r, int64_t x, d
 /* Level `r` ended: fold its total into S̃ with one draw from fg and start
  * the next level empty. */
 int dp_isc_fold(dp_isc_cell *c, const dp_isc_level *lv, dp_drbg *fg);
+
+/* The dense alternative (`hypercube`'s variant "dense", issue 38;
+ * docs/privacy.md §8.1): no Alg. 2 inside a level.  The level is cut into
+ * public epochs; a cell only accumulates its inputs (dp_isc_add: `open`),
+ * and at an epoch's end folds them into S̃ with one draw of Lap_Z(1/ε)
+ * (dp_isc_fold_dense), the whole ε = ε_{j,r} on it.  Privacy: a change of one
+ * input by at most 1 changes one epoch's total by at most 1 (sensitivity 1),
+ * so that fold is ε-DP for it (the Laplace mechanism), and no other draw
+ * reads it: the counter is ε_{j,r}-DP, as Lemma 3.3's is.  The output S̃ + 0
+ * (Ntil stays 0) lags to the last epoch's end.  DP_ERANGE on overflow. */
+int dp_isc_add(dp_isc_cell *c, int64_t x);
+int dp_isc_fold_dense(dp_isc_cell *c, const dp_isc_level *lv, dp_drbg *fg);
 
 /* Snapshots: the counts (threshold noise re-derived on load; the level's
  * parameters are the caller's, checked for consistency). */

@@ -43,6 +43,24 @@
  * largest so far: it rises with the level towards the series' sum <= ε,
  * never past it, over an infinite horizon.
  *
+ * Variant "dense" (issue 38, the default since; docs/privacy.md §8.1 derives
+ * and measures it; "paper" is all of the above unchanged).  Three changes, each
+ * public or post-processing, with the proof above intact:
+ *   depth     depth(r) = dp_hypercube_depth(): the largest j <= min(r, D)
+ *             whose cells hold, under the uniform at t_r, c standard
+ *             deviations of one epoch's noise (r − 4 or r − 5 at d = 2) —
+ *             a function of r and the configuration;
+ *   counting  each cell adds its inputs and folds them at the end of a
+ *             public epoch (grid ceil(2^(k/q)/ε), level starts included;
+ *             hc_epoch_ends) with one Lap_Z(1/ε_{j,r}): sensitivity 1, so
+ *             ε_{j,r}-DP for an input of level r, as Lemma 3.3's counter;
+ *   budget    ε_{j,r} scaled so that 2·Σ_{j<=depth(r)} ε_{j,r} = ε(1 − 10^-12)
+ *             (d = 1: over j <= D, the replayed depths), the supremum
+ *             Prop. 4.1 allows, reached; the consistency split subtracts
+ *             κ·sd from both children first (split_threshold).
+ * Cost per point: ε(1 − 10^-12) once depth(r) >= 1 (0 before: nothing is
+ * counted and the release is uniform).
+ *
  * Consistency (Alg. 4, over |θ| <= depth: the paper's text stops at
  * |θ| < r, the second slip).  m_root = t; top-down, each cell's m splits
  * between its children in proportion to their clamped counts a, b >= 0:
@@ -164,6 +182,24 @@ static int hc_release_create(dp_release_half **out, const json_t *config, const 
 
 /* --- counting ------------------------------------------------------------------------------- */
 
+/* "dense": every depth-j cell adds the step's points in it to its open
+ * epoch (no draw: nothing is released until the epoch's fold). */
+static int accumulate_depth(hc_release *m, unsigned j, const uint64_t *keys, const int64_t *counts, size_t n,
+                            char *errstr, size_t errstr_size)
+{
+    unsigned shift = m->cfg.max_depth - j;
+    for (size_t i = 0; i < n;) {
+        uint64_t p = keys[i] >> shift;
+        int64_t x = 0;
+        while (i < n && (keys[i] >> shift) == p)
+            x += counts[i++];
+        if (dp_isc_add(&m->cells[j][p], x) != DP_OK)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": counter of cell %u/%llu overflows", j,
+                          (unsigned long long)p);
+    }
+    return DP_OK;
+}
+
 /* One counter step for every depth-j cell: inputs from the step's finest
  * cells (keys ascending), test noise from one stream per (step, depth). */
 static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, const uint64_t *keys,
@@ -173,6 +209,8 @@ static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, co
     int rc = hc_level_params(m, j, r, &lv, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
+    if (m->cfg.variant == DP_HYPERCUBE_DENSE)
+        return accumulate_depth(m, j, keys, counts, n, errstr, errstr_size);
     char qlabel[48];
     snprintf(qlabel, sizeof qlabel, NAME "/q/%u", j);
     dp_drbg qg;
@@ -194,20 +232,24 @@ static int count_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, co
     return rc;
 }
 
-/* Level r ended: fold every depth-j cell (one stream per (level, depth)). */
-static int fold_depth(hc_release *m, unsigned j, unsigned r, char *errstr, size_t errstr_size)
+/* Level r ended: fold every depth-j cell (one stream per (level, depth)).
+ * "dense": an epoch of level r ended with counter step `cstep` — one stream
+ * per (epoch, depth), keyed by the epoch's last counter step (distinct
+ * epochs end at distinct steps, so no draw is reused). */
+static int fold_depth(hc_release *m, unsigned j, unsigned r, uint64_t cstep, char *errstr, size_t errstr_size)
 {
     const dp_isc_level *lv;
     int rc = hc_level_params(m, j, r, &lv, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
+    int dense = m->cfg.variant == DP_HYPERCUBE_DENSE;
     char label[48];
-    snprintf(label, sizeof label, NAME "/fold/%u", j);
+    snprintf(label, sizeof label, dense ? NAME "/epoch/%u" : NAME "/fold/%u", j);
     dp_drbg g;
-    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, r, label);
+    dp_drbg_init(&g, m->key, m->stream_id, m->stream_id_len, dense ? cstep : r, label);
     uint64_t cells = (uint64_t)1 << j;
     for (uint64_t p = 0; p < cells && rc == DP_OK; p++)
-        rc = dp_isc_fold(&m->cells[j][p], lv, &g);
+        rc = dense ? dp_isc_fold_dense(&m->cells[j][p], lv, &g) : dp_isc_fold(&m->cells[j][p], lv, &g);
     dp_drbg_wipe(&g);
     return rc == DP_OK ? DP_OK : dp_err(errstr, errstr_size, rc, NAME ": folding level %u at depth %u", r, j);
 }
@@ -217,20 +259,27 @@ static int fold_depth(hc_release *m, unsigned j, unsigned r, char *errstr, size_
 static int replay_depth(hc_release *m, unsigned j, unsigned r_now, char *errstr, size_t errstr_size)
 {
     const hc_history *h = &m->hist;
-    int rc = DP_OK;
+    int rc = DP_OK, dense = m->cfg.variant == DP_HYPERCUBE_DENSE;
+    uint64_t open = 0;   /* dense: steps in the replayed open epoch */
     for (uint64_t s = 0; s < h->steps && rc == DP_OK; s++) {
         unsigned r = hc_level_of(m, h->t[s]);
         if (s > 0) {
             unsigned prev = hc_level_of(m, h->t[s - 1]);
-            if (r != prev && (rc = fold_depth(m, j, prev, errstr, errstr_size)) != DP_OK)
+            if (r != prev && (!dense || open) && (rc = fold_depth(m, j, prev, s, errstr, errstr_size)) != DP_OK)
                 break;
+            open = r != prev ? 0 : open;
         }
         rc = count_depth(m, j, r, s + 1, h->keys + h->off[s], h->counts + h->off[s],
                          (size_t)(h->off[s + 1] - h->off[s]), errstr, errstr_size);
+        open++;
+        if (rc == DP_OK && dense && hc_epoch_ends(m, s ? h->t[s - 1] : 0, h->t[s])) {
+            rc = fold_depth(m, j, r, s + 1, errstr, errstr_size);
+            open = 0;
+        }
     }
     /* the level of the last stored step may have ended with it */
-    if (rc == DP_OK && h->steps && hc_level_of(m, h->t[h->steps - 1]) != r_now)
-        rc = fold_depth(m, j, hc_level_of(m, h->t[h->steps - 1]), errstr, errstr_size);
+    if (rc == DP_OK && h->steps && hc_level_of(m, h->t[h->steps - 1]) != r_now && (!dense || open))
+        rc = fold_depth(m, j, hc_level_of(m, h->t[h->steps - 1]), h->steps, errstr, errstr_size);
     return rc;
 }
 
@@ -242,11 +291,13 @@ static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t er
     if (r > MAX_LEVEL)
         return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": t = %llu is past the last level",
                       (unsigned long long)m->t);
-    int rc = DP_OK;
-    if (m->cstep > 0 && r != m->level)
+    int rc = DP_OK, dense = m->cfg.variant == DP_HYPERCUBE_DENSE;
+    if (m->cstep > 0 && r != m->level && (!dense || m->open_steps)) {
         for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
-            rc = fold_depth(m, j, m->level, errstr, errstr_size);
-    unsigned depth = r < m->cfg.max_depth ? r : m->cfg.max_depth;
+            rc = fold_depth(m, j, m->level, m->cstep, errstr, errstr_size);
+        m->open_steps = 0;
+    }
+    unsigned depth = dp_hypercube_depth(&m->cfg, r);
     if (rc == DP_OK && depth > m->depth && (rc = hc_grow_scratch(m, depth)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": out of memory for depth %u", depth);
     for (unsigned j = m->depth + 1; j <= depth && rc == DP_OK; j++) {
@@ -261,12 +312,35 @@ static int count_step(hc_release *m, const dp_stats *st, char *errstr, size_t er
     m->cstep++;
     for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
         rc = count_depth(m, j, r, m->cstep, st->keys, st->counts, st->n_cells, errstr, errstr_size);
+    m->open_steps++;
+    if (rc == DP_OK && dense && hc_epoch_ends(m, m->t - (uint64_t)st->scalars[DP_HYPERCUBE_SCALAR_POINTS], m->t)) {
+        for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
+            rc = fold_depth(m, j, r, m->cstep, errstr, errstr_size);
+        m->open_steps = 0;
+    }
     if (rc == DP_OK && m->cfg.box.d == 1 && (rc = hc_history_append(&m->hist, m->t, st)) != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": out of memory for the history");
     return rc;
 }
 
 /* --- consistency and output ---------------------------------------------------------------- */
+
+/* "dense": the split subtracts τ_j = κ·sd from both children's counts
+ * before clamping, sd the standard deviation of one epoch's noise at depth j
+ * in the current level (≈ √2·b for Lap_Z(b), b = 1/ε_{j,r}; public).  A
+ * child with no points gets mass only if its noise exceeds κ sd
+ * (probability e^{−κ√2}/2 ≈ 3 % at κ = 2 instead of 1/2), so less mass
+ * leaks into empty cells — the "moving mass into wrong cells" of
+ * docs/privacy.md §8.1; a cell of hundreds loses τ.  Post-processing of
+ * public values and released counts. */
+static int64_t split_threshold(hc_release *m, unsigned j)
+{
+    const dp_isc_level *lv;
+    char why[8];
+    if (m->cfg.variant != DP_HYPERCUBE_DENSE || hc_level_params(m, j, m->level, &lv, why, sizeof why) != DP_OK)
+        return 0;
+    return (int64_t)llround(m->cfg.split_threshold * sqrt(lv->var_dense));
+}
 
 /* m->m[path] = the consistent count of every depth-`depth` cell. */
 static void consistency(hc_release *m)
@@ -275,8 +349,9 @@ static void consistency(hc_release *m)
     for (unsigned j = 0; j < m->depth; j++) {
         const dp_isc_cell *ch = m->cells[j + 1];
         uint64_t cells = (uint64_t)1 << j;
+        int64_t tau = split_threshold(m, j + 1);
         for (uint64_t p = 0; p < cells; p++)
-            dp_partition_split_count(m->m[p], dp_isc_output(&ch[2 * p]), dp_isc_output(&ch[2 * p + 1]), &m->m_next[2 * p],
+            dp_partition_split_count(m->m[p], dp_isc_output(&ch[2 * p]) - tau, dp_isc_output(&ch[2 * p + 1]) - tau, &m->m_next[2 * p],
                   &m->m_next[2 * p + 1]);
         uint64_t *tmp = m->m;
         m->m = m->m_next;
@@ -365,6 +440,12 @@ static int remember(hc_release *m, const uint64_t *cnt)
     return DP_OK;
 }
 
+static const char *mechanism(const dp_hypercube_config *c)
+{
+    return c->variant == DP_HYPERCUBE_DENSE ? NAME "/dense_epoch_counting+discrete_laplace"
+                                            : NAME "/inhomogeneous_sparse_counting+discrete_laplace";
+}
+
 static int emit_event(hc_release *m, uint64_t step, int counted, const dp_release_sink *sink)
 {
     const dp_hypercube_config *c = &m->cfg;
@@ -394,13 +475,14 @@ static int emit_event(hc_release *m, uint64_t step, int counted, const dp_releas
                      {"C1", m->C1},
                      {"alpha", m->alpha},
                      {"dims", (double)c->box.d},
-                     {"points_per_step", (double)c->points_per_step}};
+                     {"points_per_step", (double)c->points_per_step},
+                     {"dense", (double)(c->variant == DP_HYPERCUBE_DENSE)}};
     dp_budget_event e = {
         .stream_id = m->stream_id,
         .stream_id_len = m->stream_id_len,
         .step = step,
         .status = m->broken ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
-        .mechanism = NAME "/inhomogeneous_sparse_counting+discrete_laplace",
+        .mechanism = mechanism(c),
         .unit = "event-level: one point replaced at one time (parallel over steps)",
         .neighbors = "replace",
         .public_inputs = "the configuration (box, budget, depth limit), the step boundaries and each step's number "
@@ -495,7 +577,7 @@ static int hc_release_describe(const dp_release_half *rel, dp_synth_plan *out)
 {
     const hc_release *m = (const hc_release *)rel;
     const dp_hypercube_config *c = &m->cfg;
-    out->mechanism = NAME "/inhomogeneous_sparse_counting+discrete_laplace";
+    out->mechanism = mechanism(c);
     out->unit = "event-level: one point replaced at one time (parallel over steps)";
     out->neighbors = "replace";
     out->public_inputs = "the configuration (box, budget, depth limit), the step boundaries and each step's number "

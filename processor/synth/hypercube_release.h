@@ -9,7 +9,8 @@
 #include "core/counter_sparse_cell.h"
 #include "synth/hypercube.h"
 
-#define HC_REL_MAGIC 0x4c455248u   /* "HREL" */
+#define HC_REL_MAGIC 0x4c455248u         /* "HREL" */
+#define HC_REL_MAGIC_DENSE 0x44455248u   /* "HRED": variant "dense" (its own layout) */
 #define MAX_LEVEL 62u
 
 typedef struct hc_history {   /* d = 1: every counter step's points by finest cell */
@@ -36,6 +37,7 @@ typedef struct hc_release {
     uint64_t            cstep;       /* counter steps (steps with points) */
     unsigned            level;       /* level(t) at the last counter step */
     unsigned            depth;       /* cells exist at depths 1..depth */
+    uint64_t            open_steps;  /* dense: counter steps in the open epoch */
     dp_isc_cell        *cells[DP_HYPERCUBE_MAX_DEPTH + 1];
     uint64_t           *prev;        /* last release's points per cell at prev_depth */
     unsigned            prev_depth;
@@ -60,6 +62,7 @@ unsigned hc_level_of(const hc_release *m, uint64_t t);
 int      hc_level_params(hc_release *m, unsigned j, unsigned r, const dp_isc_level **out, char *errstr,
                          size_t errstr_size);
 int      hc_grow_scratch(hc_release *m, unsigned depth);
+int      hc_epoch_ends(const hc_release *m, uint64_t t_before, uint64_t t_after);   /* dense */
 int      hc_history_append(hc_history *h, uint64_t t, const dp_stats *st);
 
 /* hypercube_snapshot.c */

@@ -15,12 +15,19 @@ int hc_release_save(const dp_release_half *rel, dp_buf *b)
 {
     const hc_release *m = (const hc_release *)rel;
     const dp_hypercube_config *c = &m->cfg;
-    dp_buf_put_u32(b, HC_REL_MAGIC);
+    int dense = c->variant == DP_HYPERCUBE_DENSE;
+    dp_buf_put_u32(b, dense ? HC_REL_MAGIC_DENSE : HC_REL_MAGIC);
     dp_buf_put_u32(b, c->box.d);
     dp_buf_put_u32(b, c->max_depth);
     dp_buf_put_u64(b, c->points_per_step);
     dp_buf_put_u8(b, (uint8_t)c->delta_output);
     dp_buf_put_f64(b, c->epsilon);
+    if (dense) {   /* the paper's layout is unchanged; "dense" adds its constants and open epoch */
+        dp_buf_put_u32(b, c->epochs_per_level);
+        dp_buf_put_f64(b, c->depth_snr);
+        dp_buf_put_f64(b, c->split_threshold);
+        dp_buf_put_u64(b, m->open_steps);
+    }
     dp_buf_put_u64(b, m->done);
     dp_buf_put_u64(b, m->t);
     dp_buf_put_u64(b, m->cstep);
@@ -92,10 +99,22 @@ int hc_release_load(dp_release_half *rel, dp_reader *r)
 {
     hc_release *m = (hc_release *)rel;
     const dp_hypercube_config *c = &m->cfg;
-    if (dp_reader_u32(r) != HC_REL_MAGIC || dp_reader_u32(r) != c->box.d || dp_reader_u32(r) != c->max_depth ||
-        dp_reader_u64(r) != c->points_per_step || dp_reader_u8(r) != (uint8_t)c->delta_output ||
-        dp_reader_f64(r) != c->epsilon)
+    uint32_t magic = dp_reader_u32(r);
+    /* A stream started under the paper's rule, the default before issue 38,
+     * whose configuration does not name a variant continues under that rule:
+     * its counters, schedule and spend are the paper's (changing them mid-
+     * stream is a new stream).  A named variant must match the snapshot. */
+    if (magic == HC_REL_MAGIC && c->variant == DP_HYPERCUBE_DENSE && !c->variant_explicit)
+        m->cfg.variant = DP_HYPERCUBE_PAPER;
+    int dense = c->variant == DP_HYPERCUBE_DENSE;
+    if (magic != (dense ? HC_REL_MAGIC_DENSE : HC_REL_MAGIC) || dp_reader_u32(r) != c->box.d ||
+        dp_reader_u32(r) != c->max_depth || dp_reader_u64(r) != c->points_per_step ||
+        dp_reader_u8(r) != (uint8_t)c->delta_output || dp_reader_f64(r) != c->epsilon)
         return DP_ECORRUPT;
+    if (dense && (dp_reader_u32(r) != c->epochs_per_level || dp_reader_f64(r) != c->depth_snr ||
+                  dp_reader_f64(r) != c->split_threshold))
+        return DP_ECORRUPT;
+    m->open_steps = dense ? dp_reader_u64(r) : 0;
     m->done = dp_reader_u64(r);
     m->t = dp_reader_u64(r);
     m->cstep = dp_reader_u64(r);
@@ -105,7 +124,7 @@ int hc_release_load(dp_release_half *rel, dp_reader *r)
     m->clamped = dp_reader_u8(r) != 0;
     if (dp_reader_status(r) != DP_OK || m->cstep > m->done || m->cstep > m->t ||
         (m->cstep && m->level != hc_level_of(m, m->t)) || (!m->cstep && (m->t || m->level)) ||
-        depth != (m->level < c->max_depth ? m->level : c->max_depth) || prev_depth != (m->done ? depth : 0))
+        depth != dp_hypercube_depth(c, m->level) || prev_depth != (m->done ? depth : 0) || m->open_steps > m->cstep)
         return DP_ECORRUPT;
     if (dp_long_ledger_load(&m->ledger, r) != DP_OK)
         return DP_ECORRUPT;

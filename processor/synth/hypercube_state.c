@@ -25,6 +25,32 @@ unsigned hc_level_of(const hc_release *m, uint64_t t)
         r++;
     return r;
 }
+/* "dense" epochs (docs/privacy.md §8.1): the grid s_k = ceil(2^(k/q)/ε),
+ * k = 0, 1, …, which holds every level start t_r = s_{qr}; e(t) = the
+ * largest k with s_k <= t (−1 below s_0).  A step taking t from tb to ta
+ * ends its epoch iff e(ta) > e(tb): a function of public counts only. */
+static uint64_t grid_point(const hc_release *m, int64_t k)
+{
+    double v = ceil(exp2((double)k / (double)m->cfg.epochs_per_level) / m->cfg.epsilon);
+    return v < 4.6e18 ? (uint64_t)(v < 1 ? 1 : v) : UINT64_MAX;
+}
+static int64_t epoch_index(const hc_release *m, uint64_t t)
+{
+    if (t < grid_point(m, 0))
+        return -1;
+    int64_t k = (int64_t)floor((double)m->cfg.epochs_per_level * log2(m->cfg.epsilon * (double)t));
+    if (k < 0)
+        k = 0;
+    while (k > 0 && grid_point(m, k) > t)   /* floating point: settle on the exact integers */
+        k--;
+    while (grid_point(m, k + 1) <= t)
+        k++;
+    return k;
+}
+int hc_epoch_ends(const hc_release *m, uint64_t t_before, uint64_t t_after)
+{
+    return epoch_index(m, t_after) > epoch_index(m, t_before);
+}
 /* Counter steps level r can hold, at most (distinct t in it). */
 static uint64_t level_horizon(const hc_release *m, unsigned r)
 {

@@ -91,7 +91,7 @@ atrue() { grep '^  modes ' "$1" | sed -E 's|/-?[0-9]+||g; s|new release||; s|rep
 # the key, the synthetic ones not.
 [ "$(grep -c '^  drops ' "$WORK/kafka.txt")" -eq 12 ] || fail "kafka demo did not print 12 drops months"
 grep '^  drops ' "$WORK/kafka.txt" | awk '$3 != $5 { exit 1 }' || fail "drops: a release without exactly t points"
-grep -q "hypercube/inhomogeneous_sparse_counting+discrete_laplace, spent eps 0.9" "$WORK/kafka.txt" \
+grep -q "hypercube/dense_epoch_counting+discrete_laplace, spent eps 1 of 1" "$WORK/kafka.txt" \
     || fail "the drops ledger line is missing"
 dtrue() { grep '^  drops ' "$1" | sed -E 's|/[0-9]+%||g; s|; largest.*||'; }
 dsyn() { grep '^  drops ' "$1" | sed -E 's|[0-9]+/||g'; }

@@ -1,4 +1,7 @@
-/* test_hypercube.c — `hypercube` (seed 004) through synth.h: config errors
+/* test_hypercube.c — `hypercube` (seed 004) through synth.h, the paper's
+ * rule ("variant": "paper"; "dense", the default since issue 38, has
+ * test_hypercube_dense.c, and runs here the generic claims: DELTA = FULL,
+ * bad input, shards): config errors
  * name their key; the budget schedule's per-point cost stays within ε over
  * any number of levels (d = 1..6, checked numerically to 10^4 levels) and
  * the ledger reports it; Alg. 4's split keeps the sum and the sign
@@ -53,7 +56,7 @@ static void test_schedule_within_budget(void)
 {
     for (unsigned d = 1; d <= 6; d++) {
         char text[128];
-        snprintf(text, sizeof text, "{\"epsilon\": 0.7, \"dims\": %u, \"max_depth\": 28}", d);
+        snprintf(text, sizeof text, "{\"epsilon\": 0.7, \"dims\": %u, \"max_depth\": 28, \"variant\": \"paper\"}", d);
         dp_hypercube_config c = config_of(text);
         double alpha, C1, worst = 0;
         dp_hypercube_schedule_constants(&c, &alpha, &C1);
@@ -173,7 +176,8 @@ static void test_exactly_t_points(void)
     for (unsigned d = 1; d <= 3; d++) {
         char text[160];
         /* ε = 0.25: the first steps (t < t_1 = 8) release the root only */
-        snprintf(text, sizeof text, "{\"epsilon\": 0.25, \"dims\": %u, \"points_per_step\": 37, \"max_depth\": 9}", d);
+        snprintf(text, sizeof text, "{\"epsilon\": 0.25, \"dims\": %u, \"points_per_step\": 37, \"max_depth\": 9, "
+                 "\"variant\": \"paper\"}", d);
         json_t *j = tk_cfg_text("%s", text);
         dp_synth *s;
         dp_key key;
@@ -229,7 +233,7 @@ static void count_quadrant(void *ctx, const dp_synth_record *r)
  * puts nearly everything in the quadrant. */
 static void test_follows_the_data(void)
 {
-    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"points_per_step\": 16384, \"max_depth\": 15}");
+    json_t *j = tk_cfg_text("{\"epsilon\": 1, \"points_per_step\": 16384, \"max_depth\": 15, \"variant\": \"paper\"}");
     dp_synth *s;
     dp_key key;
     CU_ASSERT_EQUAL_FATAL(create(&s, j, 2, &key), DP_OK);
@@ -316,8 +320,8 @@ static void test_d1_replay_equals_from_start(void)
 {
     enum { D = 6, STEPS = 60, B = 3 };
     const double eps = 2.0;
-    json_t *j = tk_cfg_text("{\"epsilon\": 2, \"dims\": 1, \"points_per_step\": 3, \"max_depth\": 6}");
-    dp_hypercube_config cfg = config_of("{\"epsilon\": 2, \"dims\": 1, \"points_per_step\": 3, \"max_depth\": 6}");
+    json_t *j = tk_cfg_text("{\"epsilon\": 2, \"dims\": 1, \"points_per_step\": 3, \"max_depth\": 6, \"variant\": \"paper\"}");
+    dp_hypercube_config cfg = config_of("{\"epsilon\": 2, \"dims\": 1, \"points_per_step\": 3, \"max_depth\": 6, \"variant\": \"paper\"}");
     dp_key key;
     dptest_key(&key, 5);
     dp_synth_env env = {&key, "hc/1", 4};
@@ -539,9 +543,10 @@ static void det_run(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
 
 static void test_determinism_and_restore(void)
 {
-    det_ctx c2 = {"{\"epsilon\": 4, \"points_per_step\": 10, \"max_depth\": 7}", 2};
-    det_ctx c1 = {"{\"epsilon\": 4, \"dims\": 1, \"points_per_step\": 10, \"max_depth\": 7, \"output\": \"delta\"}", 1};
-    det_ctx c3 = {"{\"epsilon\": 4, \"dims\": 3, \"points_per_step\": 10, \"max_depth\": 5}", 3};
+    det_ctx c2 = {"{\"epsilon\": 4, \"points_per_step\": 10, \"max_depth\": 7, \"variant\": \"paper\"}", 2};
+    det_ctx c1 = {"{\"epsilon\": 4, \"dims\": 1, \"points_per_step\": 10, \"max_depth\": 7, \"output\": \"delta\", "
+                  "\"variant\": \"paper\"}", 1};
+    det_ctx c3 = {"{\"epsilon\": 4, \"dims\": 3, \"points_per_step\": 10, \"max_depth\": 5, \"variant\": \"paper\"}", 3};
     for (int restore_at = 3; restore_at <= 19; restore_at += 8) {
         tk_check_replays(det_run, &c2, 1, 2, restore_at, 1000);
         tk_check_replays(det_run, &c1, 1, 2, restore_at, 1000);
