@@ -59,6 +59,7 @@
 #include "core/dp_error.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,10 +160,8 @@ static double blt_cost(uint64_t T, unsigned d, const double *p, double *theta, d
     return isfinite(s2 * mv) ? s2 * mv : INFINITY;
 }
 
-int dp_blt_fit(uint64_t T, unsigned d, double *theta, double *omega)
+static int blt_fit_search(uint64_t T, unsigned d, double *theta, double *omega)
 {
-    if (d == 0 || d > DP_BLT_MAX_BUFFERS || T == 0)
-        return DP_EINVAL;
     /* p = (log(1-θ_max), log(1-θ_min), log λ); start at the natural scales
      * 1/T .. 1/2 with the plain quadrature. */
     double p[3] = {log(1.0 / (double)(T + 1)), log(0.5), 0.0};
@@ -194,6 +193,86 @@ int dp_blt_fit(uint64_t T, unsigned d, double *theta, double *omega)
             step[k] *= 0.5;
     }
     blt_quadrature(d, p[0], p[1], exp(p[2]), theta, omega);
+    return DP_OK;
+}
+
+/* The fit is a pure function of (T, d), and it is paid per counter:
+ * `cumulative` creates one counter for each horizon T, T−1, …, 1 plus a
+ * probe per horizon, and check-config and stream creation each build the
+ * stream — 4 fits of every (T, d) for one check-config at horizon 1024
+ * (6.7 s).  A process-wide memo returns the very doubles the search
+ * found, so the counters (and the releases) are the same bit for bit.
+ * At most MEMO_MAX entries (~36 MB); past that, fits are recomputed. */
+typedef struct blt_fit_memo {
+    uint64_t T;                        /* 0: empty slot */
+    unsigned d;
+    double   theta[DP_BLT_MAX_BUFFERS], omega[DP_BLT_MAX_BUFFERS];
+} blt_fit_memo;
+
+#define MEMO_MAX ((size_t)1 << 17)
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static blt_fit_memo   *memo;
+static size_t          memo_cap, memo_n;
+
+static size_t memo_slot(const blt_fit_memo *tab, size_t cap, uint64_t T, unsigned d)
+{
+    size_t i = (size_t)((T * 0x9e3779b97f4a7c15ull) ^ d) & (cap - 1);
+    while (tab[i].T && !(tab[i].T == T && tab[i].d == d))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* Grow the table to keep it at most half full; 0 if it cannot (then the
+ * caller does not store). */
+static int memo_reserve(void)
+{
+    if (memo_n + 1 <= memo_cap / 2)
+        return 1;
+    size_t cap = memo_cap ? memo_cap * 2 : 1024;
+    if (cap / 2 > MEMO_MAX)
+        return 0;
+    blt_fit_memo *tab = calloc(cap, sizeof *tab);
+    if (!tab)
+        return 0;
+    for (size_t i = 0; i < memo_cap; i++)
+        if (memo[i].T)
+            tab[memo_slot(tab, cap, memo[i].T, memo[i].d)] = memo[i];
+    free(memo);
+    memo = tab;
+    memo_cap = cap;
+    return 1;
+}
+
+int dp_blt_fit(uint64_t T, unsigned d, double *theta, double *omega)
+{
+    if (d == 0 || d > DP_BLT_MAX_BUFFERS || T == 0)
+        return DP_EINVAL;
+    pthread_mutex_lock(&memo_lock);
+    if (memo_cap) {
+        const blt_fit_memo *e = &memo[memo_slot(memo, memo_cap, T, d)];
+        if (e->T) {
+            memcpy(theta, e->theta, d * sizeof *theta);
+            memcpy(omega, e->omega, d * sizeof *omega);
+            pthread_mutex_unlock(&memo_lock);
+            return DP_OK;
+        }
+    }
+    pthread_mutex_unlock(&memo_lock);
+    int rc = blt_fit_search(T, d, theta, omega);   /* outside the lock: a fit at 10^4 takes ~0.1 s */
+    if (rc != DP_OK)
+        return rc;
+    pthread_mutex_lock(&memo_lock);
+    if (memo_reserve()) {
+        blt_fit_memo *e = &memo[memo_slot(memo, memo_cap, T, d)];
+        if (!e->T) {
+            e->T = T;
+            e->d = d;
+            memcpy(e->theta, theta, d * sizeof *theta);
+            memcpy(e->omega, omega, d * sizeof *omega);
+            memo_n++;
+        }
+    }
+    pthread_mutex_unlock(&memo_lock);
     return DP_OK;
 }
 
