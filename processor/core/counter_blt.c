@@ -121,17 +121,20 @@ int dp_blt_objective(uint64_t T, unsigned d, const double *theta, const double *
     for (unsigned i = 0; i < d; i++)
         pw[i] = 1.0;
     double s2 = 1.0;             /* r_0² */
-    for (uint64_t k = 1; k < T; k++) {
-        double r = 0;
-        for (unsigned i = 0; i < d; i++) {
-            r += omega[i] * pw[i];
-            pw[i] *= theta[i];
-        }
-        s2 += r * r;
-    }
-    /* k = R^{-1} e_1 by the feedback recursion, l = prefix sums. */
+    /* k = R^{-1} e_1 by the feedback recursion, l = prefix sums.  One loop
+     * runs both recursions (s2's term k = t, then the feedback's step t):
+     * each accumulator sees the same operations in the same order as in
+     * two loops, and the two dependency chains overlap in the CPU. */
     double kprev = 0, l = 0, acc = 0, accsum = 0;
     for (uint64_t t = 0; t < T; t++) {
+        if (t > 0) {
+            double r = 0;
+            for (unsigned i = 0; i < d; i++) {
+                r += omega[i] * pw[i];
+                pw[i] *= theta[i];
+            }
+            s2 += r * r;
+        }
         double fbk = 0;
         for (unsigned i = 0; i < d; i++) {
             b[i] = theta[i] * b[i] + kprev;
@@ -160,8 +163,33 @@ static double blt_cost(uint64_t T, unsigned d, const double *p, double *theta, d
     return isfinite(s2 * mv) ? s2 * mv : INFINITY;
 }
 
+/* The points a search has costed.  The coordinate search comes back to
+ * points it costed a pass ago (a move and the opposite probe, neighbours
+ * of a point that did not move); a costed point is looked up, not
+ * recomputed — the same double either way (blt_cost is deterministic). */
+typedef struct blt_seen {
+    size_t n;
+    double q[512][3], cost[512];
+} blt_seen;
+
+static double blt_cost_seen(blt_seen *seen, uint64_t T, unsigned d, const double *q, double *th, double *om)
+{
+    for (size_t i = 0; i < seen->n; i++)
+        if (seen->q[i][0] == q[0] && seen->q[i][1] == q[1] && seen->q[i][2] == q[2])
+            return seen->cost[i];
+    double c = blt_cost(T, d, q, th, om);
+    if (seen->n < sizeof seen->cost / sizeof seen->cost[0]) {
+        memcpy(seen->q[seen->n], q, sizeof seen->q[0]);
+        seen->cost[seen->n++] = c;
+    }
+    return c;
+}
+
 static int blt_fit_search(uint64_t T, unsigned d, double *theta, double *omega)
 {
+    blt_seen *seen = calloc(1, sizeof *seen);
+    if (!seen)
+        return DP_ENOMEM;
     /* p = (log(1-θ_max), log(1-θ_min), log λ); start at the natural scales
      * 1/T .. 1/2 with the plain quadrature. */
     double p[3] = {log(1.0 / (double)(T + 1)), log(0.5), 0.0};
@@ -169,7 +197,7 @@ static int blt_fit_search(uint64_t T, unsigned d, double *theta, double *omega)
     double hi[3] = {log(0.999), log(0.999), 3.0};
     double step[3] = {1.0, 1.0, 0.25};
     double th[DP_BLT_MAX_BUFFERS], om[DP_BLT_MAX_BUFFERS];
-    double best = blt_cost(T, d, p, th, om);
+    double best = blt_cost_seen(seen, T, d, p, th, om);
     for (int round = 0; round < 12; round++) {
         int improved = 1;
         while (improved) {
@@ -180,7 +208,7 @@ static int blt_fit_search(uint64_t T, unsigned d, double *theta, double *omega)
                     q[k] += sgn * step[k];
                     if (q[k] < lo[k] || q[k] > hi[k] || q[0] >= q[1] - 1e-3)
                         continue;
-                    double cst = blt_cost(T, d, q, th, om);
+                    double cst = blt_cost_seen(seen, T, d, q, th, om);
                     if (cst < best * (1.0 - 1e-9)) {
                         best = cst;
                         memcpy(p, q, sizeof p);
@@ -192,6 +220,7 @@ static int blt_fit_search(uint64_t T, unsigned d, double *theta, double *omega)
         for (int k = 0; k < 3; k++)
             step[k] *= 0.5;
     }
+    free(seen);
     blt_quadrature(d, p[0], p[1], exp(p[2]), theta, omega);
     return DP_OK;
 }
