@@ -17,6 +17,7 @@ close's work:
 
 make(scenario, variant, n, steps, seed) -> (route, [[update JSON line, ...] per step])
 without the CLOSE_STEP markers (the driver sends each step's marker by itself)."""
+import os
 import json
 import random
 
@@ -64,9 +65,12 @@ def make(scenario, variant, n, steps, seed):
                 rows.append(_line(t, "INSERT", f"{p}s{t}", row=row))
             out.append(rows)
     elif scenario == "hypercube":
-        route = {"match": STREAM, "synthesizer": "hypercube",
-                 "config": {"epsilon": 1, "points_per_step": n, "max_depth": 24}}
-        side = 2.0 ** -{"A": 12, "B": 0}.get(variant, int(variant[1:]))
+        # RT_HYPERCUBE_VARIANT picks the rule (default: the synthesizer's default, "dense")
+        cfg = {"epsilon": 1, "points_per_step": n, "max_depth": 24}
+        if os.environ.get("RT_HYPERCUBE_VARIANT"):
+            cfg["variant"] = os.environ["RT_HYPERCUBE_VARIANT"]
+        route = {"match": STREAM, "synthesizer": "hypercube", "config": cfg}
+        side = 2.0 ** -({"A": 12, "B": 0}[variant] if variant in ("A", "B") else int(variant[1:]))
         lo = (0.3, 0.6) if side < 0.5 else (0.0, 0.0)
         for t in range(1, steps + 1):
             pts = []

@@ -133,7 +133,7 @@ out.insert(100, '{"stream":"win/a","step":1,"kind":"REPORT","entity":"u1","value
 out.insert(700, 'garbage')                                                                # MALFORMED
 out.insert(900, '{"stream":"zzz","step":1,"kind":"CLOSE_STEP"}')                        # UNKNOWN_STREAM
 out.insert(200, '{"stream":"ada/a","step":1,"kind":"REPORT","entity":"u2","value":7}')    # OUT_OF_DOMAIN (adaptive)
-out.insert(300, '{"stream":"adw/a","step":1,"kind":"INSERT","entity":"u3","value":1}')    # DUPLICATE_REPORT (u3 reported)
+out.insert(300, '{"stream":"adw/a","step":1,"kind":"REPORT","entity":"u3","value":1}')    # DUPLICATE_REPORT (u3 reported)
 open(f"{w}/input.jsonl", "w").write("\n".join(out) + "\n")
 EOF
 "$BIN" replay --config "$WORK/ref.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" > /dev/null
