@@ -5,7 +5,9 @@
  *
  * Fails closed: a malformed line or a line past the horizon stops the run
  * with a message naming the line and a non-zero exit, after the outputs of
- * the steps already taken have been printed (and flushed). */
+ * the steps already taken have been printed (and flushed).
+ *
+ * Owns: the parsed options, the key, the counter.  Calls: core/counter.h. */
 #include "app/cli.h"
 #include "core/counter.h"
 #include "core/dp_error.h"
@@ -55,101 +57,149 @@ static int parse_line(char *line, int64_t *v)
     return cli_parse_i64(p, v);
 }
 
-int cmd_counter(int argc, char **argv)
-{
-    const char *kind_s = NULL, *horizon_s = NULL, *block_s = NULL, *buffers_s = NULL;
-    const char *rho_s = NULL, *eps_s = NULL, *key_hex = NULL, *key_file = NULL;
-    const char *label = "counter", *stream = "";
-    int replace = 0, variance = 0;
+/* The command line, as parsed. */
+typedef struct counter_args {
+    const char *kind_s, *horizon_s, *block_s, *buffers_s, *rho_s, *eps_s, *key_hex, *key_file, *label, *stream;
+    int replace, variance;
+} counter_args;
 
+/* Parse argv into a; -1 to go on, else the exit status (--help: 0). */
+static int parse_counter_args(int argc, char **argv, counter_args *a)
+{
+    *a = (counter_args){.label = "counter", .stream = ""};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *o = argv[i];
         const char **slot = NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             counter_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--replace") == 0) {
-            replace = 1;
+        } else if (strcmp(o, "--replace") == 0) {
+            a->replace = 1;
             continue;
-        } else if (strcmp(a, "--variance") == 0) {
-            variance = 1;
+        } else if (strcmp(o, "--variance") == 0) {
+            a->variance = 1;
             continue;
-        } else if (strcmp(a, "--kind") == 0) {
-            slot = &kind_s;
-        } else if (strcmp(a, "--horizon") == 0) {
-            slot = &horizon_s;
-        } else if (strcmp(a, "--block") == 0) {
-            slot = &block_s;
-        } else if (strcmp(a, "--buffers") == 0) {
-            slot = &buffers_s;
-        } else if (strcmp(a, "--rho") == 0) {
-            slot = &rho_s;
-        } else if (strcmp(a, "--epsilon") == 0) {
-            slot = &eps_s;
-        } else if (strcmp(a, "--key-hex") == 0) {
-            slot = &key_hex;
-        } else if (strcmp(a, "--key-file") == 0) {
-            slot = &key_file;
-        } else if (strcmp(a, "--label") == 0) {
-            slot = &label;
-        } else if (strcmp(a, "--stream") == 0) {
-            slot = &stream;
+        } else if (strcmp(o, "--kind") == 0) {
+            slot = &a->kind_s;
+        } else if (strcmp(o, "--horizon") == 0) {
+            slot = &a->horizon_s;
+        } else if (strcmp(o, "--block") == 0) {
+            slot = &a->block_s;
+        } else if (strcmp(o, "--buffers") == 0) {
+            slot = &a->buffers_s;
+        } else if (strcmp(o, "--rho") == 0) {
+            slot = &a->rho_s;
+        } else if (strcmp(o, "--epsilon") == 0) {
+            slot = &a->eps_s;
+        } else if (strcmp(o, "--key-hex") == 0) {
+            slot = &a->key_hex;
+        } else if (strcmp(o, "--key-file") == 0) {
+            slot = &a->key_file;
+        } else if (strcmp(o, "--label") == 0) {
+            slot = &a->label;
+        } else if (strcmp(o, "--stream") == 0) {
+            slot = &a->stream;
         } else {
             counter_usage(stderr);
-            return cli_fail(CMD, "unexpected argument '%s'", a);
+            return cli_fail(CMD, "unexpected argument '%s'", o);
         }
         if (i + 1 >= argc)
-            return cli_fail(CMD, "%s needs a value", a);
+            return cli_fail(CMD, "%s needs a value", o);
         *slot = argv[++i];
     }
+    return -1;
+}
 
-    dp_counter_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    if (!kind_s) {
+/* The counter's configuration from the options; -1 to go on, else the exit status. */
+static int counter_config_of(const counter_args *a, dp_counter_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (!a->kind_s) {
         counter_usage(stderr);
         return cli_fail(CMD, "--kind K is required");
     }
-    if (dp_counter_kind_parse(kind_s, &cfg.kind) != DP_OK)
-        return cli_fail(CMD, "unknown kind '%s' (see --help for the list)", kind_s);
+    if (dp_counter_kind_parse(a->kind_s, &cfg->kind) != DP_OK)
+        return cli_fail(CMD, "unknown kind '%s' (see --help for the list)", a->kind_s);
     uint64_t horizon = 0;
-    if (horizon_s && (cli_parse_u64(horizon_s, &horizon) != 0 || horizon == 0))
-        return cli_fail(CMD, "--horizon must be a positive integer, got '%s'", horizon_s);
-    cfg.horizon = horizon;
-    if (block_s) {
-        if (cfg.kind != DP_COUNTER_BLOCK)
+    if (a->horizon_s && (cli_parse_u64(a->horizon_s, &horizon) != 0 || horizon == 0))
+        return cli_fail(CMD, "--horizon must be a positive integer, got '%s'", a->horizon_s);
+    cfg->horizon = horizon;
+    if (a->block_s) {
+        if (cfg->kind != DP_COUNTER_BLOCK)
             return cli_fail(CMD, "--block only applies to --kind block");
-        if (cli_parse_u64(block_s, &cfg.block) != 0 || cfg.block == 0)
-            return cli_fail(CMD, "--block must be a positive integer, got '%s'", block_s);
+        if (cli_parse_u64(a->block_s, &cfg->block) != 0 || cfg->block == 0)
+            return cli_fail(CMD, "--block must be a positive integer, got '%s'", a->block_s);
     }
-    if (buffers_s) {
+    if (a->buffers_s) {
         uint64_t d;
-        if (cfg.kind != DP_COUNTER_BLT)
+        if (cfg->kind != DP_COUNTER_BLT)
             return cli_fail(CMD, "--buffers only applies to --kind blt");
-        if (cli_parse_u64(buffers_s, &d) != 0 || d == 0 || d > UINT32_MAX)
-            return cli_fail(CMD, "--buffers must be a positive integer, got '%s'", buffers_s);
-        cfg.buffers = (uint32_t)d;
+        if (cli_parse_u64(a->buffers_s, &d) != 0 || d == 0 || d > UINT32_MAX)
+            return cli_fail(CMD, "--buffers must be a positive integer, got '%s'", a->buffers_s);
+        cfg->buffers = (uint32_t)d;
     }
-    if ((rho_s != NULL) == (eps_s != NULL))
+    if ((a->rho_s != NULL) == (a->eps_s != NULL))
         return cli_fail(CMD, "give exactly one of --rho R or --epsilon E");
     double budget;
-    const char *budget_s = rho_s ? rho_s : eps_s;
+    const char *budget_s = a->rho_s ? a->rho_s : a->eps_s;
     if (cli_parse_double(budget_s, &budget) != 0 || !(budget > 0))
-        return cli_fail(CMD, "%s must be a positive number, got '%s'", rho_s ? "--rho" : "--epsilon", budget_s);
-    cfg.budget.model = rho_s ? DP_PRIVACY_ZCDP : DP_PRIVACY_PURE;
-    cfg.budget.value = budget;
-    cfg.neighbor_entries = replace ? 2 : 1;
-    cfg.max_abs_change = 1;
+        return cli_fail(CMD, "%s must be a positive number, got '%s'", a->rho_s ? "--rho" : "--epsilon", budget_s);
+    cfg->budget.model = a->rho_s ? DP_PRIVACY_ZCDP : DP_PRIVACY_PURE;
+    cfg->budget.value = budget;
+    cfg->neighbor_entries = a->replace ? 2 : 1;
+    cfg->max_abs_change = 1;
+    return -1;
+}
 
+/* Stop a run at line `lineno` (the outputs so far flushed first); 1. */
+#define STOP_AT(...) (fflush(stdout), cli_fail(CMD, __VA_ARGS__), 1)
+
+/* One integer a line from stdin, one step each, the noisy sum printed; the exit status. */
+static int count_stdin(dp_counter *c, uint64_t horizon)
+{
+    char line[256];
+    uint64_t lineno = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(stdin))
+            return STOP_AT("line %llu: too long to be an integer", (unsigned long long)lineno);
+        int64_t x, out;
+        if (parse_line(line, &x) != 0)
+            return STOP_AT("line %llu: not an integer: '%s'", (unsigned long long)lineno, line);
+        if (horizon && lineno > horizon)
+            return STOP_AT("line %llu: input is longer than the horizon T=%llu; refusing further steps",
+                           (unsigned long long)lineno, (unsigned long long)horizon);
+        int rc = dp_counter_add(c, x, &out);
+        if (rc != DP_OK)
+            return STOP_AT("line %llu: %s", (unsigned long long)lineno, dp_status_str(rc));
+        printf("%lld\n", (long long)out);
+    }
+    if (ferror(stdin)) {
+        cli_fail(CMD, "error reading stdin");
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_counter(int argc, char **argv)
+{
+    counter_args a;
+    dp_counter_config cfg;
+    int status = parse_counter_args(argc, argv, &a);
+    if (status < 0)
+        status = counter_config_of(&a, &cfg);
+    if (status >= 0)
+        return status;
     dp_key key;
-    if (variance && !key_file && !key_hex) {
+    if (a.variance && !a.key_file && !a.key_hex) {
         /* The variance is analytic: nothing is drawn, so no key is needed
          * (the counter is built with a placeholder that never noises an
          * output anyone sees). */
         memset(&key, 0, sizeof key);
-    } else if (cli_load_key(CMD, key_file, key_hex, &key) != 0) {
+    } else if (cli_load_key(CMD, a.key_file, a.key_hex, &key) != 0) {
         return 2;
     }
-    dp_noise_source noise = {&key, stream, strlen(stream), label};
+    dp_noise_source noise = {&key, a.stream, strlen(a.stream), a.label};
     dp_counter *c;
     char err[256];
     int rc = dp_counter_create(&c, &cfg, &noise, err, sizeof err);
@@ -159,51 +209,13 @@ int cmd_counter(int argc, char **argv)
     }
 
     int exit_code = 0;
-    if (variance) {
-        if (!horizon) {
-            exit_code = cli_fail(CMD, "--variance needs --horizon T for the unbounded kind %s", kind_s);
-        } else {
-            for (uint64_t t = 1; t <= horizon; t++)
-                printf("%.17g\n", dp_counter_variance(c, t));
-        }
+    if (!a.variance) {
+        exit_code = count_stdin(c, cfg.horizon);
+    } else if (!cfg.horizon) {
+        exit_code = cli_fail(CMD, "--variance needs --horizon T for the unbounded kind %s", a.kind_s);
     } else {
-        char line[256];
-        uint64_t lineno = 0;
-        while (fgets(line, sizeof line, stdin)) {
-            lineno++;
-            if (!strchr(line, '\n') && !feof(stdin)) {
-                exit_code = 1;
-                fflush(stdout);
-                cli_fail(CMD, "line %llu: too long to be an integer", (unsigned long long)lineno);
-                break;
-            }
-            int64_t x, out;
-            if (parse_line(line, &x) != 0) {
-                exit_code = 1;
-                fflush(stdout);
-                cli_fail(CMD, "line %llu: not an integer: '%s'", (unsigned long long)lineno, line);
-                break;
-            }
-            if (horizon && lineno > horizon) {
-                exit_code = 1;
-                fflush(stdout);
-                cli_fail(CMD, "line %llu: input is longer than the horizon T=%llu; refusing further steps",
-                         (unsigned long long)lineno, (unsigned long long)horizon);
-                break;
-            }
-            rc = dp_counter_add(c, x, &out);
-            if (rc != DP_OK) {
-                exit_code = 1;
-                fflush(stdout);
-                cli_fail(CMD, "line %llu: %s", (unsigned long long)lineno, dp_status_str(rc));
-                break;
-            }
-            printf("%lld\n", (long long)out);
-        }
-        if (exit_code == 0 && ferror(stdin)) {
-            exit_code = 1;
-            cli_fail(CMD, "error reading stdin");
-        }
+        for (uint64_t t = 1; t <= cfg.horizon; t++)
+            printf("%.17g\n", dp_counter_variance(c, t));
     }
     if (fflush(stdout) != 0 && exit_code == 0) {
         cli_fail(CMD, "error writing stdout");

@@ -25,7 +25,10 @@
  * (corrupt, not routed by this configuration) or --stream has none; 2
  * usage, configuration, or a key a snapshot needs was not given; 4 Kafka
  * (unreachable, no state topic, timed out); 5 a snapshot fails
- * authentication (wrong state key, altered, or another noise key). */
+ * authentication (wrong state key, altered, or another noise key).
+ *
+ * Owns: the parsed options, the keys, the state topic as read.  Calls:
+ * state_read (the topic), snapshot_inspect (each snapshot), codec. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -293,74 +296,152 @@ static int worse(int a, int b)
     return rank[b] > rank[a] ? b : a;
 }
 
-int cmd_inspect_snapshot(int argc, char **argv)
+/* The command line, as parsed. */
+typedef struct inspect_args {
+    const char *config_path, *bootstrap, *stream, *state_key_file, *key_file, *key_hex;
+    int         as_json, dump;
+    uint64_t    timeout_ms;
+} inspect_args;
+
+/* Parse argv into a; -1 to go on, else the exit status (--help: 0). */
+static int parse_inspect_args(const char *cmd, int argc, char **argv, inspect_args *a)
 {
-    const char *cmd = "inspect-snapshot";
-    const char *config_path = NULL, *bootstrap = NULL, *stream = NULL, *state_key_file = NULL;
-    const char *key_file = NULL, *key_hex = NULL;
-    int as_json = 0, dump = 0;
-    uint64_t timeout_ms = 30000;
+    *a = (inspect_args){.timeout_ms = 30000};
     if (cli_log_format_option(cmd, argc, argv) != 0)
         return CLI_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             inspect_usage(stdout);
             return 0;
         }
-        if (strcmp(a, "--json") == 0) {
-            as_json = 1;
+        if (strcmp(o, "--json") == 0) {
+            a->as_json = 1;
             continue;
         }
-        if (strcmp(a, "--dump-state") == 0) {
-            dump = 1;
+        if (strcmp(o, "--dump-state") == 0) {
+            a->dump = 1;
             continue;
         }
         if (i + 1 >= argc) {
             inspect_usage(stderr);
-            return cli_fail(cmd, "option %s needs a value (or is unknown)", a);
+            return cli_fail(cmd, "option %s needs a value (or is unknown)", o);
         }
         const char *v = argv[++i];
-        if (strcmp(a, "--config") == 0) config_path = v;
-        else if (strcmp(a, "--bootstrap") == 0) bootstrap = v;
-        else if (strcmp(a, "--stream") == 0) stream = v;
-        else if (strcmp(a, "--state-key-file") == 0) state_key_file = v;
-        else if (strcmp(a, "--key-file") == 0) key_file = v;
-        else if (strcmp(a, "--key-hex") == 0) key_hex = v;
-        else if (strcmp(a, "--log-format") == 0) continue;   /* cli_log_format_option took it */
-        else if (strcmp(a, "--timeout-ms") == 0) {
-            if (cli_parse_u64(v, &timeout_ms) != 0 || timeout_ms < 1 || timeout_ms > 3600000)
+        if (strcmp(o, "--config") == 0) a->config_path = v;
+        else if (strcmp(o, "--bootstrap") == 0) a->bootstrap = v;
+        else if (strcmp(o, "--stream") == 0) a->stream = v;
+        else if (strcmp(o, "--state-key-file") == 0) a->state_key_file = v;
+        else if (strcmp(o, "--key-file") == 0) a->key_file = v;
+        else if (strcmp(o, "--key-hex") == 0) a->key_hex = v;
+        else if (strcmp(o, "--log-format") == 0) continue;   /* cli_log_format_option took it */
+        else if (strcmp(o, "--timeout-ms") == 0) {
+            if (cli_parse_u64(v, &a->timeout_ms) != 0 || a->timeout_ms < 1 || a->timeout_ms > 3600000)
                 return cli_fail(cmd, "--timeout-ms must be in 1..3600000");
         } else {
             inspect_usage(stderr);
-            return cli_fail(cmd, "unknown option '%s'", a);
+            return cli_fail(cmd, "unknown option '%s'", o);
         }
     }
-    if (!config_path) {
+    if (!a->config_path) {
         inspect_usage(stderr);
         return cli_fail(cmd, "--config is required");
     }
-    if (stream && !*stream)
+    if (a->stream && !*a->stream)
         return cli_fail(cmd, "--stream must not be empty");
+    return -1;
+}
+
+/* Every stream's snapshot in `latest` (the state topic read to its end),
+ * in key order, as text or one JSON document; the exit status. */
+static int show_snapshots(const char *cmd, const inspect_args *a, const dp_stream_config *cfg, dp_codec *codec,
+                          dp_bytes_map *latest, const dp_key *state_key, const dp_key *noise_key)
+{
+    /* Chunk 0 of each stream's snapshot, in key order (the output's order). */
+    size_t n_all = 0;
+    const dp_bytes_map_slot **keys = dp_bytes_map_sorted(latest, NULL, &n_all);
+    if (!keys) {
+        cli_fail(cmd, "out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    int status = CLI_EXIT_OK;
+    json_t *doc = NULL;
+    if (a->as_json) {
+        doc = json_object();
+        json_object_set_new(doc, "state_topic", json_string(cfg->topic_state));
+        json_object_set_new(doc, "streams", json_array());
+    } else {
+        printf("state topic %s, read to its end (committed records only)\n", cfg->topic_state);
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < n_all; i++) {
+        const dp_bytes_map_slot *s = keys[i];
+        if (!s->value || dp_state_key_is_chunk(s->key, s->key_len) || is_reserved(s->key, s->key_len))
+            continue;   /* a tombstone; chunks i > 0 are read through chunk 0; progress records */
+        dp_snapshot_view v;
+        dp_snapshot_inspect(codec, cfg, s->key, s->key_len, s->value, dp_state_read_lookup, latest, latest->count,
+                            state_key, noise_key, a->dump, &v);
+        if (!v.header_ok) {
+            /* not a snapshot at all: say so under its key */
+            report(DP_LOG_ERROR, "snapshot_unreadable", NULL, 0, "state record under key '%.*s': %s",
+                   (int)(s->key_len < 200 ? s->key_len : 200), s->key, v.error);
+            status = worse(status, view_exit(&v));
+            dp_snapshot_view_free(&v);
+            continue;
+        }
+        dp_state_record prog;
+        int has_prog = find_progress(codec, latest, v.updates_topic, v.partition, &prog);
+        if (a->as_json)
+            json_array_append_new(json_object_get(doc, "streams"), view_json(&v, &prog, has_prog, a->dump));
+        else
+            print_text(&v, &prog, has_prog, a->dump);
+        if (v.status != DP_OK)
+            report(DP_LOG_ERROR, "snapshot_refused", v.stream_id, v.last_closed_step, "%s", v.error);
+        if (a->dump && v.status == DP_OK)
+            report(DP_LOG_WARN, "private_state_printed", v.stream_id, v.last_closed_step,
+                   "printed the PRIVATE state of stream '%s' (--dump-state)", v.stream_id);
+        status = worse(status, view_exit(&v));
+        dp_snapshot_view_free(&v);
+        shown++;
+    }
+    if (a->stream && shown == 0) {
+        cli_fail(cmd, "no snapshot of stream '%s' in %s (nothing committed for it yet?)", a->stream,
+                 cfg->topic_state);
+        status = worse(status, CLI_EXIT_FAILED);
+    }
+    if (a->as_json) {
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        fputc('\n', stdout);
+    }
+    json_decref(doc);
+    free(keys);
+    return status;
+}
+
+int cmd_inspect_snapshot(int argc, char **argv)
+{
+    const char *cmd = "inspect-snapshot";
+    inspect_args a;
+    int status = parse_inspect_args(cmd, argc, argv, &a);
+    if (status >= 0)
+        return status;
 
     char err[1400];
     dp_key noise_key, state_key;
-    int have_noise = key_file || key_hex, have_state = state_key_file != NULL;
-    if (have_noise && cli_load_key(cmd, key_file, key_hex, &noise_key) != 0)
+    int have_noise = a.key_file || a.key_hex, have_state = a.state_key_file != NULL;
+    if (have_noise && cli_load_key(cmd, a.key_file, a.key_hex, &noise_key) != 0)
         return CLI_EXIT_USAGE;
-    if (have_state && dp_key_load_file(&state_key, state_key_file, err, sizeof err) != DP_OK) {
+    if (have_state && dp_key_load_file(&state_key, a.state_key_file, err, sizeof err) != DP_OK) {
         if (have_noise)
             dp_key_wipe(&noise_key);
         return cli_fail(cmd, "state key: %s", err);
     }
-    int status = CLI_EXIT_OK;
+    status = CLI_EXIT_OK;
     dp_stream_config *cfg = NULL;
     dp_codec *codec = NULL;
     dp_bytes_map latest;
     dp_bytes_map_init(&latest);
-    const dp_bytes_map_slot **keys = NULL;
-    json_t *doc = NULL;
-    int rc = dp_stream_config_load_file(&cfg, config_path, err, sizeof err);
+    int rc = dp_stream_config_load_file(&cfg, a.config_path, err, sizeof err);
     if (rc != DP_OK) {
         cli_fail(cmd, "%s", err);
         status = rc == DP_EIO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
@@ -383,71 +464,17 @@ int cmd_inspect_snapshot(int argc, char **argv)
         status = CLI_EXIT_FAILED;
         goto out;
     }
-    keep_ctx kc = {.stream = stream, .len = stream ? strlen(stream) : 0};
-    if (!bootstrap)
-        bootstrap = dp_kafka_bootstrap_env();
-    rc = dp_state_read_topic(cfg, bootstrap, keep_key, &kc, (int)timeout_ms, &latest, err, sizeof err);
+    keep_ctx kc = {.stream = a.stream, .len = a.stream ? strlen(a.stream) : 0};
+    const char *bootstrap = a.bootstrap ? a.bootstrap : dp_kafka_bootstrap_env();
+    rc = dp_state_read_topic(cfg, bootstrap, keep_key, &kc, (int)a.timeout_ms, &latest, err, sizeof err);
     if (rc != DP_OK) {
         cli_fail(cmd, "%s", err);
         status = rc == DP_EINVAL ? CLI_EXIT_USAGE : rc == DP_EIO ? CLI_EXIT_KAFKA : CLI_EXIT_FAILED;
         goto out;
     }
-    /* Chunk 0 of each stream's snapshot, in key order (the output's order). */
-    size_t n_all = 0;
-    if (!(keys = dp_bytes_map_sorted(&latest, NULL, &n_all))) {
-        cli_fail(cmd, "out of memory");
-        status = CLI_EXIT_FAILED;
-        goto out;
-    }
-    if (as_json) {
-        doc = json_object();
-        json_object_set_new(doc, "state_topic", json_string(cfg->topic_state));
-        json_object_set_new(doc, "streams", json_array());
-    } else {
-        printf("state topic %s, read to its end (committed records only)\n", cfg->topic_state);
-    }
-    size_t shown = 0;
-    for (size_t i = 0; i < n_all; i++) {
-        const dp_bytes_map_slot *s = keys[i];
-        if (!s->value || dp_state_key_is_chunk(s->key, s->key_len) || is_reserved(s->key, s->key_len))
-            continue;   /* a tombstone; chunks i > 0 are read through chunk 0; progress records */
-        dp_snapshot_view v;
-        dp_snapshot_inspect(codec, cfg, s->key, s->key_len, s->value, dp_state_read_lookup, &latest, latest.count,
-                            have_state ? &state_key : NULL, have_noise ? &noise_key : NULL, dump, &v);
-        if (!v.header_ok) {
-            /* not a snapshot at all: say so under its key */
-            report(DP_LOG_ERROR, "snapshot_unreadable", NULL, 0, "state record under key '%.*s': %s",
-                   (int)(s->key_len < 200 ? s->key_len : 200), s->key, v.error);
-            status = worse(status, view_exit(&v));
-            dp_snapshot_view_free(&v);
-            continue;
-        }
-        dp_state_record prog;
-        int has_prog = find_progress(codec, &latest, v.updates_topic, v.partition, &prog);
-        if (as_json)
-            json_array_append_new(json_object_get(doc, "streams"), view_json(&v, &prog, has_prog, dump));
-        else
-            print_text(&v, &prog, has_prog, dump);
-        if (v.status != DP_OK)
-            report(DP_LOG_ERROR, "snapshot_refused", v.stream_id, v.last_closed_step, "%s", v.error);
-        if (dump && v.status == DP_OK)
-            report(DP_LOG_WARN, "private_state_printed", v.stream_id, v.last_closed_step,
-                   "printed the PRIVATE state of stream '%s' (--dump-state)", v.stream_id);
-        status = worse(status, view_exit(&v));
-        dp_snapshot_view_free(&v);
-        shown++;
-    }
-    if (stream && shown == 0) {
-        cli_fail(cmd, "no snapshot of stream '%s' in %s (nothing committed for it yet?)", stream, cfg->topic_state);
-        status = worse(status, CLI_EXIT_FAILED);
-    }
-    if (as_json) {
-        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        fputc('\n', stdout);
-    }
+    status = show_snapshots(cmd, &a, cfg, codec, &latest, have_state ? &state_key : NULL,
+                            have_noise ? &noise_key : NULL);
 out:
-    json_decref(doc);
-    free(keys);
     dp_state_read_free(&latest);
     dp_codec_destroy(codec);
     dp_stream_config_free(cfg);

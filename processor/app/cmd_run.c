@@ -15,7 +15,11 @@
  *
  * SIGTERM / SIGINT shut down cleanly (the open transaction is committed or
  * aborted, the group is left) and exit 0.  Exit 1 on a runtime failure, 2
- * on a usage or configuration error. */
+ * on a usage or configuration error.
+ *
+ * Owns: the parsed options and what a run holds (keys, configuration,
+ * registry, metrics, HTTP server).  Calls: processor (the run),
+ * registry_subjects (schema ids), http_server and metrics (--http). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,109 +86,166 @@ static void run_usage(FILE *f)
             "DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers.  SIGTERM/SIGINT stop cleanly.\n");
 }
 
-int cmd_run(int argc, char **argv)
+/* The command line, as parsed. */
+typedef struct run_args {
+    const char *config_path, *key_file, *key_hex, *state_key_file, *instance_id, *log_level, *http;
+    uint64_t chunk, idle, progress, dlq_ms, debug_delay, snap_chunk, restore_delay, connect_ms;
+    int http_input;
+} run_args;
+
+/* Parse argv into a; -1 to go on, else the exit status (--help: 0). */
+static int parse_run_args(const char *cmd, int argc, char **argv, run_args *a)
 {
-    const char *cmd = "run";
-    const char *config_path = NULL, *key_file = NULL, *key_hex = NULL, *state_key_file = NULL;
-    const char *instance_id = getenv("DPSTREAM_INSTANCE_ID");
-    const char *log_level = "info";
-    uint64_t chunk = 1000, idle = 60000, progress = 10000, dlq_ms = 1000, debug_delay = 0;
-    uint64_t snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES, restore_delay = 0;
-    uint64_t connect_ms = DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS;
-    const char *http = NULL;
-    int http_input = 0;
+    *a = (run_args){.instance_id = getenv("DPSTREAM_INSTANCE_ID"), .log_level = "info", .chunk = 1000,
+                    .idle = 60000, .progress = 10000, .dlq_ms = 1000,
+                    .snap_chunk = DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES,
+                    .connect_ms = DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS};
     if (cli_log_format_option(cmd, argc, argv) != 0)
         return CLI_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             run_usage(stdout);
             return 0;
         }
-        if (strcmp(a, "--http-input-metrics") == 0) {   /* the one flag without a value */
-            http_input = 1;
+        if (strcmp(o, "--http-input-metrics") == 0) {   /* the one flag without a value */
+            a->http_input = 1;
             continue;
         }
         if (i + 1 >= argc) {
             run_usage(stderr);
-            return cli_fail(cmd, "option %s needs a value (or is unknown)", a);
+            return cli_fail(cmd, "option %s needs a value (or is unknown)", o);
         }
         const char *v = argv[++i];
         uint64_t *num = NULL;
-        if (strcmp(a, "--config") == 0) config_path = v;
-        else if (strcmp(a, "--key-file") == 0) key_file = v;
-        else if (strcmp(a, "--key-hex") == 0) key_hex = v;
-        else if (strcmp(a, "--state-key-file") == 0) state_key_file = v;
-        else if (strcmp(a, "--instance-id") == 0) instance_id = v;
-        else if (strcmp(a, "--log-level") == 0) log_level = v;
-        else if (strcmp(a, "--log-format") == 0) continue;   /* cli_log_format_option took it */
-        else if (strcmp(a, "--chunk-records") == 0) num = &chunk;
-        else if (strcmp(a, "--idle-timeout-ms") == 0) num = &idle;
-        else if (strcmp(a, "--progress-ms") == 0) num = &progress;
-        else if (strcmp(a, "--dlq-commit-ms") == 0) num = &dlq_ms;
-        else if (strcmp(a, "--debug-commit-delay-ms") == 0) num = &debug_delay;
-        else if (strcmp(a, "--snapshot-chunk-bytes") == 0) num = &snap_chunk;
-        else if (strcmp(a, "--debug-restore-delay-ms") == 0) num = &restore_delay;
-        else if (strcmp(a, "--connect-timeout-ms") == 0) num = &connect_ms;
-        else if (strcmp(a, "--http") == 0) http = v;
+        if (strcmp(o, "--config") == 0) a->config_path = v;
+        else if (strcmp(o, "--key-file") == 0) a->key_file = v;
+        else if (strcmp(o, "--key-hex") == 0) a->key_hex = v;
+        else if (strcmp(o, "--state-key-file") == 0) a->state_key_file = v;
+        else if (strcmp(o, "--instance-id") == 0) a->instance_id = v;
+        else if (strcmp(o, "--log-level") == 0) a->log_level = v;
+        else if (strcmp(o, "--log-format") == 0) continue;   /* cli_log_format_option took it */
+        else if (strcmp(o, "--chunk-records") == 0) num = &a->chunk;
+        else if (strcmp(o, "--idle-timeout-ms") == 0) num = &a->idle;
+        else if (strcmp(o, "--progress-ms") == 0) num = &a->progress;
+        else if (strcmp(o, "--dlq-commit-ms") == 0) num = &a->dlq_ms;
+        else if (strcmp(o, "--debug-commit-delay-ms") == 0) num = &a->debug_delay;
+        else if (strcmp(o, "--snapshot-chunk-bytes") == 0) num = &a->snap_chunk;
+        else if (strcmp(o, "--debug-restore-delay-ms") == 0) num = &a->restore_delay;
+        else if (strcmp(o, "--connect-timeout-ms") == 0) num = &a->connect_ms;
+        else if (strcmp(o, "--http") == 0) a->http = v;
         else {
             run_usage(stderr);
-            return cli_fail(cmd, "unknown option '%s'", a);
+            return cli_fail(cmd, "unknown option '%s'", o);
         }
         if (num && (cli_parse_u64(v, num) != 0 || *num > (1ull << 40)))
-            return cli_fail(cmd, "%s: not a non-negative integer: '%s'", a, v);
+            return cli_fail(cmd, "%s: not a non-negative integer: '%s'", o, v);
     }
-    if (!config_path) {
+    return -1;
+}
+
+/* The options' ranges (and the log level, set); -1 to go on, else the exit status. */
+static int check_run_args(const char *cmd, const run_args *a)
+{
+    if (!a->config_path) {
         run_usage(stderr);
         return cli_fail(cmd, "--config is required");
     }
-    if (connect_ms == 0 || connect_ms > 3600000)
+    if (a->connect_ms == 0 || a->connect_ms > 3600000)
         return cli_fail(cmd, "--connect-timeout-ms must be in 1..3600000");
-    if (chunk == 0 || chunk > (1u << 24))
+    if (a->chunk == 0 || a->chunk > (1u << 24))
         return cli_fail(cmd, "--chunk-records must be in 1..16777216");
-    if (snap_chunk < DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES || snap_chunk > DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES)
+    if (a->snap_chunk < DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES || a->snap_chunk > DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES)
         return cli_fail(cmd, "--snapshot-chunk-bytes must be in %d..%d", DP_PROCESSOR_MIN_SNAPSHOT_CHUNK_BYTES,
                         DP_PROCESSOR_MAX_SNAPSHOT_CHUNK_BYTES);
     dp_log_level lvl;
-    if (dp_log_level_parse(log_level, &lvl) != 0)
+    if (dp_log_level_parse(a->log_level, &lvl) != 0)
         return cli_fail(cmd, "--log-level must be error, warn, info or debug");
     dp_log_set_level(lvl);
-    if (http_input && !http)
+    if (a->http_input && !a->http)
         return cli_fail(cmd, "--http-input-metrics needs --http");
+    return -1;
+}
 
-    dp_key key, state_key;
-    if (cli_load_key(cmd, key_file, key_hex, &key) != 0)
+/* What a run holds from setup to shutdown. */
+typedef struct run_env {
+    dp_key            key, state_key;
+    int               has_state_key;
+    dp_stream_config *cfg;
+    dp_registry      *registry;
+    dp_metrics       *metrics;
+    dp_http_server   *server;
+} run_env;
+
+static void run_env_free(run_env *e)
+{
+    dp_http_stop(e->server);
+    dp_metrics_destroy(e->metrics);
+    dp_registry_free(e->registry);
+    dp_stream_config_free(e->cfg);
+    dp_key_wipe(&e->key);
+    if (e->has_state_key)
+        dp_key_wipe(&e->state_key);
+}
+
+/* Keys, configuration, the registry's ids and the HTTP server; -1 to go
+ * on, else the exit status (e holds only what needs run_env_free). */
+static int run_setup(const char *cmd, const run_args *a, run_env *e, char *err, size_t errsz)
+{
+    if (cli_load_key(cmd, a->key_file, a->key_hex, &e->key) != 0)
         return 2;
-    char err[1400];
-    if (state_key_file && dp_key_load_file(&state_key, state_key_file, err, sizeof err) != DP_OK) {
-        dp_key_wipe(&key);
+    if (a->state_key_file && dp_key_load_file(&e->state_key, a->state_key_file, err, errsz) != DP_OK) {
+        dp_key_wipe(&e->key);
         return cli_fail(cmd, "state key: %s", err);
     }
-    dp_stream_config *cfg = NULL;
-    if (dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK) {
-        dp_key_wipe(&key);
-        if (state_key_file)
-            dp_key_wipe(&state_key);
-        return cli_fail(cmd, "%s", err);
-    }
-    if (dp_stream_config_require_ids(cfg, DP_STREAM_IDS_ALL, "run", err, sizeof err) != DP_OK) {
-        dp_stream_config_free(cfg);
-        dp_key_wipe(&key);
-        if (state_key_file)
-            dp_key_wipe(&state_key);
+    e->has_state_key = a->state_key_file != NULL;
+    if (dp_stream_config_load_file(&e->cfg, a->config_path, err, errsz) != DP_OK ||
+        dp_stream_config_require_ids(e->cfg, DP_STREAM_IDS_ALL, "run", err, errsz) != DP_OK) {
+        run_env_free(e);
         return cli_fail(cmd, "%s", err);
     }
     /* Before anything is consumed or written: every frame carries an id
      * the registry gave, or the run does not start. */
-    dp_registry *registry = NULL;
-    if (dp_registry_setup(cfg, DP_REGISTRY_REGISTER, &registry, err, sizeof err) != DP_OK) {
-        dp_stream_config_free(cfg);
-        dp_key_wipe(&key);
-        if (state_key_file)
-            dp_key_wipe(&state_key);
+    if (dp_registry_setup(e->cfg, DP_REGISTRY_REGISTER, &e->registry, err, errsz) != DP_OK) {
+        run_env_free(e);
         cli_fail(cmd, "%s", err);
         return CLI_EXIT_KAFKA;
     }
+    return -1;
+}
+
+/* The metrics and the HTTP server of --http; -1 to go on, else the exit status. */
+static int run_http(const char *cmd, const run_args *a, run_env *e, char *err, size_t errsz)
+{
+    if (!a->http)
+        return -1;
+    dp_metrics_options mo = {.input_metrics = a->http_input, .version = DPSTREAM_VERSION};
+    if (dp_metrics_create(&e->metrics, &mo) != DP_OK ||
+        dp_http_start(&e->server, &(dp_http_options){.address = a->http}, e->metrics, err, errsz) != DP_OK) {
+        if (!e->metrics)
+            snprintf(err, errsz, "out of memory");
+        run_env_free(e);
+        return cli_fail(cmd, "%s", err);
+    }
+    dp_log(DP_LOG_INFO, "serving /metrics, /healthz, /readyz and the live page on %s (port %u)%s", a->http,
+           dp_http_port(e->server), a->http_input ? ", with the input-class metrics" : "");
+    return -1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *cmd = "run";
+    run_args a;
+    int status = parse_run_args(cmd, argc, argv, &a);
+    if (status < 0)
+        status = check_run_args(cmd, &a);
+    if (status >= 0)
+        return status;
+    run_env e;
+    memset(&e, 0, sizeof e);
+    char err[1400];
+    if ((status = run_setup(cmd, &a, &e, err, sizeof err)) >= 0)
+        return status;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -193,51 +254,28 @@ int cmd_run(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
-    dp_metrics *metrics = NULL;
-    dp_http_server *server = NULL;
-    if (http) {
-        dp_metrics_options mo = {.input_metrics = http_input, .version = DPSTREAM_VERSION};
-        if (dp_metrics_create(&metrics, &mo) != DP_OK || dp_http_start(&server, &(dp_http_options){.address = http},
-                                                                        metrics, err, sizeof err) != DP_OK) {
-            if (!metrics)
-                snprintf(err, sizeof err, "out of memory");
-            dp_metrics_destroy(metrics);
-            dp_registry_free(registry);
-            dp_stream_config_free(cfg);
-            dp_key_wipe(&key);
-            if (state_key_file)
-                dp_key_wipe(&state_key);
-            return cli_fail(cmd, "%s", err);
-        }
-        dp_log(DP_LOG_INFO, "serving /metrics, /healthz, /readyz and the live page on %s (port %u)%s", http,
-               dp_http_port(server), http_input ? ", with the input-class metrics" : "");
-    }
+    if ((status = run_http(cmd, &a, &e, err, sizeof err)) >= 0)
+        return status;
     const char *bs = getenv("DPSTREAM_BOOTSTRAP_SERVERS");
-    dp_processor_options o = {.config = cfg,
-                              .noise_key = &key,
-                              .state_key = state_key_file ? &state_key : NULL,
-                              .instance_id = instance_id,
+    dp_processor_options o = {.config = e.cfg,
+                              .noise_key = &e.key,
+                              .state_key = e.has_state_key ? &e.state_key : NULL,
+                              .instance_id = a.instance_id,
                               .bootstrap_override = bs && *bs ? bs : NULL,
-                              .chunk_records = (uint32_t)chunk,
-                              .idle_timeout_ms = (int64_t)idle,
-                              .progress_interval_ms = (int64_t)progress,
-                              .dlq_commit_ms = (int64_t)dlq_ms,
-                              .debug_commit_delay_ms = (int64_t)debug_delay,
-                              .snapshot_chunk_bytes = (size_t)snap_chunk,
-                              .metrics = metrics,
-                              .debug_restore_delay_ms = (int64_t)restore_delay,
-                              .connect_timeout_ms = (int64_t)connect_ms,
-                              .registry = registry,
+                              .chunk_records = (uint32_t)a.chunk,
+                              .idle_timeout_ms = (int64_t)a.idle,
+                              .progress_interval_ms = (int64_t)a.progress,
+                              .dlq_commit_ms = (int64_t)a.dlq_ms,
+                              .debug_commit_delay_ms = (int64_t)a.debug_delay,
+                              .snapshot_chunk_bytes = (size_t)a.snap_chunk,
+                              .metrics = e.metrics,
+                              .debug_restore_delay_ms = (int64_t)a.restore_delay,
+                              .connect_timeout_ms = (int64_t)a.connect_ms,
+                              .registry = e.registry,
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);
-    dp_http_stop(server);
-    dp_metrics_destroy(metrics);
-    dp_registry_free(registry);
-    dp_stream_config_free(cfg);
-    dp_key_wipe(&key);
-    if (state_key_file)
-        dp_key_wipe(&state_key);
+    run_env_free(&e);
     if (rc != DP_OK) {
         dp_log_event(DP_LOG_ERROR, "fatal", NULL, 0, 0, "%s", err[0] ? err : dp_status_str(rc));
         return rc == DP_EKEY ? CLI_EXIT_REFUSED : rc == DP_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_KAFKA;

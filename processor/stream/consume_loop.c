@@ -7,9 +7,10 @@
  * Owns: streams (creates them), the per-stream offsets skip_below and
  * pending, each partition's position and dirty flag, the poll batch and the
  * run being collected, the idle-marker bookkeeping, and the progress
- * counters n_msgs, n_steps, n_dlq, n_markers.  Calls: synth (ingest,
- * close), snapshot_publish (the release and the snapshot), committer
- * (transactions, produce). */
+ * counters n_msgs, n_steps, n_dlq, n_markers.  Calls: route_table (an
+ * update's stream, the rule replay shares), synth (ingest, close),
+ * snapshot_publish (the release and the snapshot), committer (transactions,
+ * produce). */
 #include "stream/consume_loop.h"
 
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 #include "stream/processor_internal.h"
 #include "stream/committer.h"
 #include "stream/kafka_util.h"
+#include "stream/route_table.h"
 #include "stream/snapshot_publish.h"
 
 /* --- dead letters ---------------------------------------------------------------- */
@@ -181,17 +183,51 @@ static int key_mismatch(proc *p, const rd_kafka_message_t *m, const dp_update *u
     return 0;
 }
 
-/* How many streams `route` has in `partition` (max_streams counts per
- * partition: one instance owns a partition and sees all of its streams,
- * in log order, so the count at any offset is what a replay counts). */
-static uint32_t route_streams(const proc *p, const dp_stream_route *route, int32_t partition)
+/* The placement check of a new stream (route_table.h), in context. */
+typedef struct placement {
+    proc                     *p;
+    const rd_kafka_message_t *m;
+    const dp_update          *u;
+    char                     *msg;
+    size_t                    msg_size;
+} placement;
+
+static int placement_refused(void *ctx)
 {
-    uint32_t n = 0;
-    for (size_t i = 0; i < p->streams.cap; i++) {
-        const ps_stream *s = dp_bytes_map_at(&p->streams, i);
-        n += s && s->route == route && s->partition == partition;
+    placement *pl = ctx;
+    return key_mismatch(pl->p, pl->m, pl->u, pl->msg, pl->msg_size);
+}
+
+static const dp_stream_route *stream_route_of(const void *stream, int32_t *partition)
+{
+    const ps_stream *s = stream;
+    *partition = s->partition;
+    return s->route;
+}
+
+/* A new stream for m's update under `route`, in the table; DP_OK or a fatal status. */
+static int open_stream(proc *p, const rd_kafka_message_t *m, const dp_update *u, const dp_stream_route *route,
+                       ps_stream **out)
+{
+    ps_stream *s = ps_stream_new(p, u->stream_id, u->stream_id_len, route, m->partition);
+    if (!s)
+        return DP_ENOMEM;
+    char err[512];
+    int rc = dp_route_open(route, p->o->noise_key, s->id, s->id_len, &s->synth, &s->gate, err, sizeof err);
+    if (rc != DP_OK) {
+        ps_stream_free(s);
+        ps_set_fatal(p, "cannot create a synthesizer: %s", err[0] ? err : dp_status_str(rc));
+        return rc;
     }
-    return n;
+    s->step_opened_ms = p->now;
+    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+    if (!slot) {
+        ps_stream_free(s);
+        return DP_ENOMEM;
+    }
+    slot->value = s;
+    *out = s;
+    return DP_OK;
 }
 
 static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *u)
@@ -200,38 +236,29 @@ static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *
     int rc;
     if (!m->key || m->key_len != u->stream_id_len || memcmp(m->key, u->stream_id, m->key_len) != 0)
         return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, key_mismatch(p, m, u, msg, sizeof msg) ? msg : "");
-    dp_bytes_map_slot *slot = dp_bytes_map_find(&p->streams, u->stream_id, u->stream_id_len);
-    ps_stream *s = slot ? slot->value : NULL;
-    if (!s) {
-        const dp_stream_route *route = dp_stream_config_route(p->cfg, u->stream_id, u->stream_id_len);
-        if (!route)
-            return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
-        if (key_mismatch(p, m, u, msg, sizeof msg))
-            return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, msg);
-        if (route->max_streams && route_streams(p, route, m->partition) >= route->max_streams) {
-            snprintf(msg, sizeof msg, "stream '%.*s' would be stream %" PRIu32 "+1 of its route in partition %" PRId32
-                     " (max_streams %" PRIu32 ")", (int)(u->stream_id_len < 100 ? u->stream_id_len : 100), u->stream_id,
-                     route->max_streams, m->partition, route->max_streams);
-            return dead_letter(p, m, DP_REJECT_STREAM_LIMIT, msg);
-        }
-        if (!(s = ps_stream_new(p, u->stream_id, u->stream_id_len, route, m->partition)))
-            return DP_ENOMEM;
-        dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
-        char err[512];
-        err[0] = '\0';
-        rc = dp_synth_create(&s->synth, route->synthesizer, route->config, &env, err, sizeof err);
-        if (rc != DP_OK) {
-            ps_stream_free(s);
-            ps_set_fatal(p, "cannot create a synthesizer: %s", err[0] ? err : dp_status_str(rc));
+    placement pl = {.p = p, .m = m, .u = u, .msg = msg, .msg_size = sizeof msg};
+    dp_route_table t = {.cfg = p->cfg, .streams = &p->streams, .route_of = stream_route_of,
+                        .misplaced = placement_refused, .ctx = &pl};
+    void *found = NULL;
+    const dp_stream_route *route = NULL;
+    ps_stream *s = NULL;
+    switch (dp_route_update(&t, u->stream_id, u->stream_id_len, m->partition, &found, &route)) {
+    case DP_ROUTE_KNOWN:
+        s = found;
+        break;
+    case DP_ROUTE_UNKNOWN:
+        return dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
+    case DP_ROUTE_MISPLACED:
+        return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, msg);
+    case DP_ROUTE_FULL:
+        snprintf(msg, sizeof msg, "stream '%.*s' would be stream %" PRIu32 "+1 of its route in partition %" PRId32
+                 " (max_streams %" PRIu32 ")", (int)(u->stream_id_len < 100 ? u->stream_id_len : 100), u->stream_id,
+                 route->max_streams, m->partition, route->max_streams);
+        return dead_letter(p, m, DP_REJECT_STREAM_LIMIT, msg);
+    case DP_ROUTE_NEW:
+        if ((rc = open_stream(p, m, u, route, &s)) != DP_OK)
             return rc;
-        }
-        dp_gate_init(&s->gate, s->synth, &route->gate);
-        s->step_opened_ms = p->now;
-        if (!(slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len))) {
-            ps_stream_free(s);
-            return DP_ENOMEM;
-        }
-        slot->value = s;
+        break;
     }
     if (s->partition != m->partition) {
         /* checked against the partitioner when the stream was created */
