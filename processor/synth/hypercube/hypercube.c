@@ -81,7 +81,7 @@
  * cells ~ 2·ε·t: about 100·ε·t bytes (plus 16 bytes per point of history
  * for d = 1); time per step O(cells) noise draws plus O(t) output points. */
 #include "synth/hypercube/hypercube_release.h"
-#include "synth/longitudinal/longitudinal_config.h"   /* dp_long_ledger_save/load */
+#include "core/ledger_io.h"
 
 #include "core/counter_sparse_cell.h"
 #include "core/dp_error.h"
@@ -94,6 +94,7 @@
 
 #define NAME "hypercube"
 #define UNIT_BITS 20
+#define LEDGER_UNITS ((uint64_t)1 << UNIT_BITS)
 #define ID_BITS 34
 
 /* The level schedule, the scratch arrays and the d = 1 history are in
@@ -132,13 +133,6 @@ static void hc_release_destroy(dp_release_half *rel)
     free(m);
 }
 
-static int new_step_ledger(hc_release *m, char *errstr, size_t errstr_size)
-{
-    dp_ledger_free(&m->ledger);
-    return dp_ledger_init_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, (uint64_t)1 << UNIT_BITS, errstr,
-                                errstr_size);
-}
-
 /* The step's spend in ledger units, rounded up (never under-reports). */
 static uint64_t step_units(const hc_release *m, unsigned r)
 {
@@ -171,7 +165,8 @@ static int hc_release_create(dp_release_half **out, const json_t *config, const 
     dp_hypercube_schedule_constants(&m->cfg, &m->alpha, &m->C1);
     /* The plan: the series' supremum (every level's spend is below it). */
     double sup = m->cfg.box.d == 1 ? eps_step(m, 0) : m->cfg.epsilon;
-    if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK ||
+    if ((rc = dp_ledger_reset_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, LEDGER_UNITS, errstr,
+                                    errstr_size)) != DP_OK ||
         (rc = dp_ledger_check_plan(&m->ledger, (dp_privacy){DP_PRIVACY_PURE, sup}, errstr, errstr_size)) != DP_OK) {
         hc_release_destroy((dp_release_half *)m);
         return rc;
@@ -529,7 +524,8 @@ static int hc_release_step(dp_release_half *rel, uint64_t step, const dp_stats *
      * step's ledger (its spend is the total so far; the event says 0 for
      * the step itself). */
     if (n > 0) {
-        if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
+        if ((rc = dp_ledger_reset_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, LEDGER_UNITS, errstr,
+                                        errstr_size)) != DP_OK)
             return rc;
         m->t += (uint64_t)n;
         unsigned r = hc_level_of(m, m->t);

@@ -2,7 +2,7 @@
  * schedule's position, every cell's counter, the last release's counts and
  * (d = 1) the history new cells replay; every field range-checked on load. */
 #include "synth/hypercube/hypercube_release.h"
-#include "synth/longitudinal/longitudinal_config.h"   /* dp_long_ledger_save/load */
+#include "core/ledger_io.h"
 
 #include "core/dp_error.h"
 
@@ -36,7 +36,7 @@ int hc_release_save(const dp_release_half *rel, dp_buf *b)
     dp_buf_put_u32(b, m->prev_depth);
     dp_buf_put_f64(b, m->eps_step);
     dp_buf_put_u8(b, (uint8_t)m->clamped);
-    int rc = dp_long_ledger_save(&m->ledger, b);
+    int rc = dp_ledger_save(&m->ledger, b);
     for (unsigned j = 1; j <= m->depth && rc == DP_OK; j++)
         for (uint64_t p = 0; p < ((uint64_t)1 << j); p++)
             dp_isc_save(&m->cells[j][p], b);
@@ -126,7 +126,7 @@ int hc_release_load(dp_release_half *rel, dp_reader *r)
         (m->cstep && m->level != hc_level_of(m, m->t)) || (!m->cstep && (m->t || m->level)) ||
         depth != dp_hypercube_depth(c, m->level) || prev_depth != (m->done ? depth : 0) || m->open_steps > m->cstep)
         return DP_ECORRUPT;
-    if (dp_long_ledger_load(&m->ledger, r) != DP_OK)
+    if (dp_ledger_load(&m->ledger, r) != DP_OK)
         return DP_ECORRUPT;
     if (hc_grow_scratch(m, depth) != DP_OK)
         return DP_ENOMEM;

@@ -59,6 +59,7 @@
  * is O(n + T·counter step). */
 #include "synth/longitudinal/longitudinal.h"
 #include "synth/longitudinal/longitudinal_config.h"
+#include "core/ledger_io.h"
 #include "synth/longitudinal/longitudinal_math.h"
 #include "synth/common/synth.h"
 
@@ -543,7 +544,7 @@ static int cumul_release_save(const dp_release_half *rel, dp_buf *b)
         if (rc != DP_OK)
             return rc;
     }
-    int rc = dp_long_ledger_save(&w->ledger, b);
+    int rc = dp_ledger_save(&w->ledger, b);
     return rc != DP_OK ? rc : dp_buf_status(b);
 }
 
@@ -615,7 +616,7 @@ static int cumul_release_load(dp_release_half *rel, dp_reader *r)
         if (!w->idx || !w->bit)
             return DP_ENOMEM;
     }
-    return dp_long_ledger_load(&w->ledger, r);
+    return dp_ledger_load(&w->ledger, r);
 }
 
 static uint64_t cumul_next_step(const dp_release_half *rel)

@@ -245,34 +245,3 @@ void dp_long_fill_budget(dp_budget_event *e, const dp_ledger *l, double delta)
     double eps;
     e->eps_cks = dp_zcdp_to_eps_cks(l->spent, delta, &eps) == DP_OK ? eps : NAN;
 }
-
-int dp_long_ledger_save(const dp_ledger *l, dp_buf *b)
-{
-    uint8_t *bytes = NULL;
-    size_t n = 0;
-    int rc = dp_ledger_serialize(l, &bytes, &n);
-    if (rc != DP_OK)
-        return rc;
-    dp_buf_put_blob(b, bytes, n);
-    free(bytes);
-    return dp_buf_status(b);
-}
-
-int dp_long_ledger_load(dp_ledger *l, dp_reader *r)
-{
-    size_t n;
-    const uint8_t *p = dp_reader_blob(r, &n);
-    if (!p)
-        return DP_ECORRUPT;
-    dp_ledger fresh;
-    int rc = dp_ledger_deserialize(&fresh, p, n, NULL, 0);
-    if (rc != DP_OK)
-        return DP_ECORRUPT;
-    if (fresh.model != l->model || fresh.budget != l->budget) {
-        dp_ledger_free(&fresh);
-        return DP_ECORRUPT;
-    }
-    dp_ledger_free(l);
-    *l = fresh;
-    return DP_OK;
-}

@@ -1,7 +1,7 @@
 /* longitudinal_config.h — the validated JSON configuration of `window`
  * and `cumulative` (keys documented in /work/notes/h5-config.md and in
  * window.c / cumulative.c), plus the release-side helpers both share
- * (ledger, budget event epsilons). */
+ * (budget event epsilons; the ledger in a snapshot: core/ledger_io.h). */
 #ifndef DP_LONGITUDINAL_CONFIG_H
 #define DP_LONGITUDINAL_CONFIG_H
 
@@ -48,9 +48,5 @@ const char *dp_long_public_inputs(const dp_long_config *c);
 
 /* Fill spent/total/epsilon fields of a budget event from a zCDP ledger. */
 void dp_long_fill_budget(dp_budget_event *e, const dp_ledger *l, double delta);
-
-/* Shared envelope for the ledger inside a release snapshot. */
-int dp_long_ledger_save(const dp_ledger *l, dp_buf *b);
-int dp_long_ledger_load(dp_ledger *l, dp_reader *r);
 
 #endif

@@ -49,6 +49,7 @@
  * individual at a close.  close is O(n + n* + c^k). */
 #include "synth/longitudinal/longitudinal.h"
 #include "synth/longitudinal/longitudinal_config.h"
+#include "core/ledger_io.h"
 #include "synth/longitudinal/longitudinal_math.h"
 #include "synth/common/synth.h"
 
@@ -512,7 +513,7 @@ static int window_release_save(const dp_release_half *rel, dp_buf *b)
     for (uint64_t s = 0; s < w->bins; s++)
         dp_buf_put_i64(b, w->p[s]);
     dp_packed_save(&w->pop, b);
-    int rc = dp_long_ledger_save(&w->ledger, b);
+    int rc = dp_ledger_save(&w->ledger, b);
     return rc != DP_OK ? rc : dp_buf_status(b);
 }
 
@@ -549,7 +550,7 @@ static int window_release_load(dp_release_half *rel, dp_reader *r)
     free(w->idx);
     if (!(w->idx = malloc((w->m ? w->m : 1) * sizeof *w->idx)))
         return DP_ENOMEM;
-    return dp_long_ledger_load(&w->ledger, r);
+    return dp_ledger_load(&w->ledger, r);
 }
 
 static uint64_t window_next_step(const dp_release_half *rel)

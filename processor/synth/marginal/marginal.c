@@ -81,6 +81,7 @@
 
 #include "core/counter.h"
 #include "core/dp_error.h"
+#include "core/ledger_io.h"
 #include "core/exp_mech.h"
 #include "core/rational.h"
 #include "core/sample.h"
@@ -148,9 +149,8 @@ static void marginal_release_destroy(dp_release_half *rel)
 
 static int new_step_ledger(marginal_release *m, char *errstr, size_t errstr_size)
 {
-    dp_ledger_free(&m->ledger);
-    return dp_ledger_init_exact(&m->ledger, m->cfg.model, m->cfg.budget,
-                                (uint64_t)m->cfg.selections << (UNIT_BITS + 1), errstr, errstr_size);
+    return dp_ledger_reset_exact(&m->ledger, m->cfg.model, m->cfg.budget,
+                                 (uint64_t)m->cfg.selections << (UNIT_BITS + 1), errstr, errstr_size);
 }
 
 static int plan(marginal_release *m, char *errstr, size_t errstr_size)

@@ -4,7 +4,7 @@
  * per workload its selection count, its anchor, r(t, W) and its counters'
  * snapshots. */
 #include "synth/marginal/marginal_release.h"
-#include "synth/longitudinal/longitudinal_config.h"   /* dp_long_ledger_save/load */
+#include "core/ledger_io.h"
 
 #include "core/dp_error.h"
 
@@ -31,7 +31,7 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
         dp_buf_put_u32(b, m->sel[l]);
         dp_buf_put_f64(b, m->sel_sd[l]);
     }
-    int rc = dp_long_ledger_save(&m->ledger, b);
+    int rc = dp_ledger_save(&m->ledger, b);
     if (rc == DP_OK)
         rc = m->mops->save(m->g, b);
     if (rc != DP_OK)
@@ -99,7 +99,7 @@ int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
         if (m->sel[l] >= c->n_workloads && m->done > 0)
             return DP_ECORRUPT;
     }
-    int rc = dp_long_ledger_load(&m->ledger, r);
+    int rc = dp_ledger_load(&m->ledger, r);
     if (rc == DP_OK)
         rc = m->mops->load(m->g, r);
     if (rc != DP_OK)

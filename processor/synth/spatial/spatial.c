@@ -59,6 +59,7 @@
 
 #include "core/counter.h"
 #include "core/dp_error.h"
+#include "core/ledger_io.h"
 #include "core/round.h"
 #include "synth/common/privtree.h"
 
@@ -69,6 +70,7 @@
 
 #define NAME "spatial"
 #define UNIT_BITS 20
+#define LEDGER_UNITS ((uint64_t)1 << UNIT_BITS)
 
 static void spatial_release_destroy(dp_release_half *rel)
 {
@@ -98,13 +100,6 @@ static void spatial_release_destroy(dp_release_half *rel)
     free(m);
 }
 
-static int new_step_ledger(spatial_release *m, char *errstr, size_t errstr_size)
-{
-    dp_ledger_free(&m->ledger);
-    return dp_ledger_init_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, (uint64_t)1 << UNIT_BITS, errstr,
-                                errstr_size);
-}
-
 static int plan(spatial_release *m, char *errstr, size_t errstr_size)
 {
     const dp_spatial_config *c = &m->cfg;
@@ -115,7 +110,8 @@ static int plan(spatial_release *m, char *errstr, size_t errstr_size)
     if (m->tree_units >= total)
         m->tree_units = total - 1;
     m->count_units = total - m->tree_units;
-    int rc = new_step_ledger(m, errstr, errstr_size);
+    int rc =
+        dp_ledger_reset_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, LEDGER_UNITS, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     m->eps_tree = dp_ledger_units_value(&m->ledger, m->tree_units) / c->sensitivity;
@@ -551,7 +547,8 @@ static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_st
         return dp_err(errstr, errstr_size, rc, NAME ": merging the step's statistics");
     if (step < c->init_steps) {   /* t₀: nothing is released (or spent) before it */
         m->done = step;
-        if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
+        if ((rc = dp_ledger_reset_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, LEDGER_UNITS, errstr,
+                                        errstr_size)) != DP_OK)
             return rc;
         return emit_event(m, step, 1, sink);
     }
@@ -561,7 +558,9 @@ static int spatial_release_step(dp_release_half *rel, uint64_t step, const dp_st
     memcpy(m->prev_status, m->status, m->tree.n);
     for (uint32_t v = 0; v < m->tree.n; v++)
         m->prev_pts[v] = m->status[v] == NODE_LEAF ? (uint64_t)m->syn[v] : 0;
-    if ((rc = new_step_ledger(m, errstr, errstr_size)) == DP_OK && (rc = build_sums(m, &m->pending)) == DP_OK &&
+    if ((rc = dp_ledger_reset_exact(&m->ledger, DP_PRIVACY_PURE, m->cfg.epsilon, LEDGER_UNITS, errstr,
+                                    errstr_size)) == DP_OK &&
+        (rc = build_sums(m, &m->pending)) == DP_OK &&
         (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/privtree", m->tree_units, errstr, errstr_size)) == DP_OK &&
         (rc = grow_tree(m, rstep, &n_leaves)) == DP_OK &&
         (rc = dp_ledger_spend_units(&m->ledger, step, NAME "/leaf_counters", m->count_units, errstr, errstr_size)) ==

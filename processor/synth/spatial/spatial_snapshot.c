@@ -3,7 +3,7 @@
  * ledger, the partition tree and every node's counter, status and released
  * measure; every field range-checked on load. */
 #include "synth/spatial/spatial_release.h"
-#include "synth/longitudinal/longitudinal_config.h"   /* dp_long_ledger_save/load */
+#include "core/ledger_io.h"
 
 #include "core/dp_error.h"
 
@@ -29,7 +29,7 @@ int sp_release_save(const dp_release_half *rel, dp_buf *b)
     dp_buf_put_u8(b, (uint8_t)m->truncated);
     int rc = dp_stats_save(&m->pending, b);
     if (rc == DP_OK)
-        rc = dp_long_ledger_save(&m->ledger, b);
+        rc = dp_ledger_save(&m->ledger, b);
     if (rc == DP_OK)
         rc = dp_ptree_save(&m->tree, b);
     for (uint32_t v = 0; v < m->tree.n && rc == DP_OK; v++) {
@@ -71,7 +71,7 @@ int sp_release_load(dp_release_half *rel, dp_reader *r)
         return DP_ECORRUPT;
     dp_stats_free(&m->pending);
     dp_stats_init(&m->pending, 0);
-    if (dp_stats_load(&m->pending, r) != DP_OK || dp_long_ledger_load(&m->ledger, r) != DP_OK)
+    if (dp_stats_load(&m->pending, r) != DP_OK || dp_ledger_load(&m->ledger, r) != DP_OK)
         return DP_ECORRUPT;
     for (size_t i = 0; i < m->pending.n_cells; i++)
         if ((m->pending.keys[i] >> 1) >> c->max_depth != 0 || llabs(m->pending.counts[i]) > ((int64_t)1 << 40))
