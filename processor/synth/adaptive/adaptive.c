@@ -482,6 +482,9 @@ static int adaptive_release_load(dp_release_half *rel, dp_reader *r)
 
 const dp_synth_ops dp_synth_ops_adaptive = {
     .name = NAME,
+    .example_config = "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"method\":\"ba\",\"privacy\":\"w_event\",\"w\":3}",
+    .update_kind = DP_UPDATE_REPORT,
+    .payload_kind = DP_PAYLOAD_CATEGORY,
     .ingest_create = dp_adaptive_ingest_create,
     .ingest_update = dp_adaptive_ingest_update,
     .ingest_close = dp_adaptive_ingest_close,

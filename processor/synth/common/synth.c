@@ -47,9 +47,15 @@ const dp_synth_ops *dp_synth_ops_find(const char *name)
     return NULL;
 }
 
+const dp_synth_ops *dp_synth_ops_at(size_t i)
+{
+    return i < sizeof REGISTRY / sizeof REGISTRY[0] ? REGISTRY[i] : NULL;
+}
+
 int dp_synth_budget_zcdp_only(const char *name)
 {
-    return name && (strcmp(name, "window") == 0 || strcmp(name, "cumulative") == 0);
+    const dp_synth_ops *ops = dp_synth_ops_find(name);
+    return ops && ops->budget_zcdp_only;
 }
 
 static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {

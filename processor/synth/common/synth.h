@@ -342,6 +342,15 @@ typedef struct dp_release_half dp_release_half;
 
 typedef struct dp_synth_ops {
     const char *name;
+    /* What is known of a synthesizer without creating one — written once
+     * here rather than per name elsewhere.  example_config: a JSON object
+     * it creates from (tests/unit/test_synth_contract.c walks the registry
+     * with it); budget_zcdp_only: dp_synth_budget_zcdp_only; update_kind
+     * (REPORT or INSERT) and payload_kind: what its data updates are. */
+    const char     *example_config;
+    int             budget_zcdp_only;
+    dp_update_kind  update_kind;
+    dp_payload_kind payload_kind;
     /* ingest half */
     int  (*ingest_create)(dp_ingest_half **out, const json_t *config, char *errstr, size_t errstr_size);
     int  (*ingest_update)(dp_ingest_half *in, const dp_update *u, dp_reject_reason *reason);
@@ -378,11 +387,14 @@ typedef struct dp_synth_ops {
 
 /* NULL if unknown. */
 const dp_synth_ops *dp_synth_ops_find(const char *name);
+/* The registry in order (synth.c): the i-th synthesizer, NULL past the last. */
+const dp_synth_ops *dp_synth_ops_at(size_t i);
 
 /* 1 if the synthesizer accounts in ρ-zCDP only, so an "epsilon" in
  * its config is a total ε at its "delta" that it converts to ρ
  * (dp_zcdp_rho_for_eps_cks) — window, cumulative — rather than a pure-DP
- * budget (marginal, spatial, adaptive, hypercube). */
+ * budget (marginal, spatial, adaptive, hypercube): its ops'
+ * budget_zcdp_only; 0 for an unknown name. */
 int dp_synth_budget_zcdp_only(const char *name);
 
 /* Fill e's spend fields from the ledger of one step of an

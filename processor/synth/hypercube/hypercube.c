@@ -597,6 +597,9 @@ static int hc_release_describe(const dp_release_half *rel, dp_synth_plan *out)
 
 const dp_synth_ops dp_synth_ops_hypercube = {
     .name = NAME,
+    .example_config = "{\"epsilon\":2,\"points_per_step\":5,\"max_depth\":6}",
+    .update_kind = DP_UPDATE_REPORT,
+    .payload_kind = DP_PAYLOAD_POINT,
     .ingest_create = dp_hypercube_ingest_create,
     .ingest_update = dp_hypercube_ingest_update,
     .ingest_close = dp_hypercube_ingest_close,

@@ -652,6 +652,10 @@ static int cumul_release_describe(const dp_release_half *rel, dp_synth_plan *out
 
 const dp_synth_ops dp_synth_ops_cumulative = {
     .name = "cumulative",
+    .example_config = "{\"horizon\":6,\"rho\":1}",
+    .budget_zcdp_only = 1,
+    .update_kind = DP_UPDATE_REPORT,
+    .payload_kind = DP_PAYLOAD_CATEGORY,
     .ingest_create = cumul_ingest_create,
     .ingest_update = dp_lingest_half_update,
     .ingest_update_batch = dp_lingest_half_update_batch,

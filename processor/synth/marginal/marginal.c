@@ -735,6 +735,11 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
 
 const dp_synth_ops dp_synth_ops_marginal = {
     .name = NAME,
+    .example_config = "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},"
+                      "{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],"
+                      "\"horizon\":6,\"epsilon\":1,\"selections_per_step\":2}",
+    .update_kind = DP_UPDATE_INSERT,
+    .payload_kind = DP_PAYLOAD_ROW,
     .ingest_create = dp_marginal_ingest_create,
     .ingest_update = dp_marginal_ingest_update,
     .ingest_close = dp_marginal_ingest_close,

@@ -627,6 +627,9 @@ static int spatial_release_describe(const dp_release_half *rel, dp_synth_plan *o
 
 const dp_synth_ops dp_synth_ops_spatial = {
     .name = NAME,
+    .example_config = "{\"epsilon\":1,\"max_depth\":6}",
+    .update_kind = DP_UPDATE_INSERT,
+    .payload_kind = DP_PAYLOAD_POINT,
     .ingest_create = dp_spatial_ingest_create,
     .ingest_update = dp_spatial_ingest_update,
     .ingest_close = dp_spatial_ingest_close,
