@@ -22,7 +22,7 @@
  * probability that alternates between 0.02 (quiet periods) and 0.3 (busy
  * ones) every 25 steps, towards a hotspot that jumps every 50 steps.  It is
  * a public, seeded generator (the data are not anyone's). */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/dp_error.h"
 #include "core/drbg.h"

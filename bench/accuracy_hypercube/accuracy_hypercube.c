@@ -49,7 +49,7 @@
  * emitted) over the steps since the previous evaluation; depth: the
  * release's partition depth (manifest); released: the release's point count
  * (must be t).  Unavailable values are "nan". */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/dp_error.h"
 #include "core/drbg.h"

@@ -37,7 +37,7 @@
 #include "connectors/panel/panel_gen.h"
 #include "core/dp_error.h"
 #include "core/drbg.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* --- data ------------------------------------------------------------------------ */
 

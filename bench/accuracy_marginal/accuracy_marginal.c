@@ -31,7 +31,7 @@
  * workload's WE at the last step — where the error sits.  Each key's figures
  * are printed as it finishes ("key N: …"), so keys run as separate processes
  * (--first-key N --keys M runs keys N … N+M−1) can be pooled afterwards. */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/dp_error.h"
 

@@ -30,13 +30,13 @@
  * (the authors' t = 14, 28, …, 140, 149 is our step t + 1).  Prints one
  * line per evaluated step: method counter ε key step rel_err S M L, true and
  * synthetic points, leaves, the mean time per step so far, rel_err_code S M L. */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/counter.h"
 #include "core/dp_error.h"
 #include "core/bytes_map.h"
-#include "synth/partition.h"
-#include "synth/privtree.h"
+#include "synth/common/partition.h"
+#include "synth/common/privtree.h"
 
 #include <jansson.h>
 #include <math.h>

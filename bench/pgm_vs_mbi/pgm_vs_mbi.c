@@ -8,7 +8,7 @@
  * CONFIG.json: a `marginal` config (attributes, workloads); MEASUREMENTS.txt:
  * one line per measurement, "k a_1 … a_k v_1 … v_cells"; output: one line
  * per configured workload, "k a_1 … a_k v_1 … v_cells", then "seconds S". */
-#include "synth/marginal.h"
+#include "synth/marginal/marginal.h"
 
 #include "core/dp_error.h"
 

@@ -16,7 +16,7 @@
  * largest step; `--variant` passed through) and `uniform` (the true count of
  * uniform points, a data-independent baseline).  Prints per step:
  * method variant ε key step t rel_err_S rel_err_M rel_err_L. */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/dp_error.h"
 #include "core/drbg.h"

@@ -16,10 +16,10 @@
  *     their ratio; the depth and cell count there;
  *   - the peak RSS.
  * Each figure is the median of `repeat` runs (min–max in brackets). */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/dp_error.h"
-#include "synth/partition.h"
+#include "synth/common/partition.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -10,7 +10,7 @@
  * multiset the ingest half must keep anyway), their ratio, the close time
  * per step in phase 2 (tree growth, counters, extension and the release of
  * ~10^6 synthetic points to a counting sink), and the peak RSS. */
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "core/bytes_map.h"
 #include "core/dp_error.h"

@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #define DP_EXPORT_CHECKSUM_BYTES 32   /* = DP_CODEC_CHECKSUM_BYTES */
 

@@ -33,7 +33,7 @@
 
 #include <stddef.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef enum dp_export_layout {
     DP_EXPORT_LAYOUT_RELEASES = 0,

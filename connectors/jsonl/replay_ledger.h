@@ -1,7 +1,7 @@
 /* replay_ledger.h — `dpstream replay --ledger FILE`: a record, across runs,
  * of every step released per stream id, under which key (its fingerprint)
  * and from which input (a keyed digest of the step's used updates,
- * synth/step_gate.h).  Releasing a stream's step twice under one key over
+ * synth/common/step_gate.h).  Releasing a stream's step twice under one key over
  * different input would reveal the difference exactly (the noise is the
  * same); releasing it again under another key over the same input spends
  * its budget a second time.  The ledger refuses both.
@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "core/bytes_map.h"
-#include "synth/step_gate.h"
+#include "synth/common/step_gate.h"
 
 typedef struct dp_replay_ledger {
     dp_bytes_map seen;     /* stream ‖ 0 ‖ step (8 bytes LE) -> list of (key, input) records */

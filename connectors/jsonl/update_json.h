@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #include "core/utf8.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* --- a growable output buffer --------------------------------------------- */
 

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_load_kafka_options {
     const char *config_path;   /* dpstream config (topics, kafka properties); may be NULL */

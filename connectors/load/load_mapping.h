@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* Why a row was rejected by the loader (names: dp_load_reject_name). */
 typedef enum dp_load_reject {

@@ -15,7 +15,7 @@
  *
  * What each update does — use it, hold it for the next step, reject it
  * (and why), close the step — is decided by the step gate
- * (synth/step_gate.h), the same module the Kafka processor calls, so both
+ * (synth/common/step_gate.h), the same module the Kafka processor calls, so both
  * paths release the same bytes.  Steps close on CLOSE_STEP markers (and,
  * for routes that opt in, when the roster is complete); at end of input
  * the open step of every stream stays open (its data is not released),
@@ -63,8 +63,8 @@
 #include "core/bytes_map.h"
 #include "core/dp_error.h"
 #include "stream/route_table.h"
-#include "synth/step_gate.h"
-#include "synth/synth.h"
+#include "synth/common/step_gate.h"
+#include "synth/common/synth.h"
 
 #define REPLAY_MAX_LINE   (1u << 20)   /* longer lines are rejected, not buffered */
 #define REPLAY_FLUSH_AT   (1u << 16)

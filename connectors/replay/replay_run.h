@@ -11,7 +11,7 @@
 
 #include "core/dp_error.h"
 #include "stream/stream_config.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_replay_options {
     const dp_stream_config *cfg;

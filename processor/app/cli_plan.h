@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* Lines "  <label>  <value>" (labels 12 wide): mechanism, privacy,
  * budget, spends, per step, noise, accuracy, public. */

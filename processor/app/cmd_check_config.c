@@ -28,7 +28,7 @@
 #include "core/dp_error.h"
 #include "stream/registry_subjects.h"
 #include "stream/stream_config.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 static void check_usage(FILE *f)
 {

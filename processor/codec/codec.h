@@ -51,7 +51,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef enum dp_codec_type {
     DP_CODEC_UPDATE = 0,

@@ -13,7 +13,7 @@
 #include "core/buf.h"
 #include "demo/demo_ledger.h"
 #include "demo/demo_longitudinal.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #define DP_DEMO_MODES_STREAM "demo/modes"
 #define DP_DEMO_MODES 6

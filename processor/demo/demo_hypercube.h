@@ -15,7 +15,7 @@
 #include "core/buf.h"
 #include "demo/demo_ledger.h"
 #include "demo/demo_longitudinal.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #define DP_DEMO_DROPS_STREAM "demo/drops"
 #define DP_DEMO_DROPS_PER_MONTH 1500

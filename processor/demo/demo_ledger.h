@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_demo_ledger {
     uint64_t budget_step;   /* the newest step whose budget event was taken */

@@ -15,7 +15,7 @@
 
 #include "demo/longitudinal_view.h"
 #include "connectors/panel/panel_gen.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_demo_params {
     uint64_t n;              /* individuals */

@@ -14,7 +14,7 @@
 #include "core/buf.h"
 #include "demo/demo_ledger.h"
 #include "demo/demo_longitudinal.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #define DP_DEMO_MAP_STREAM "demo/map"
 #define DP_DEMO_MAP_INSERTS 300

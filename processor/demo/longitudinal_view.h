@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* --- window ----------------------------------------------------------------- */
 

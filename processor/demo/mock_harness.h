@@ -35,7 +35,7 @@
 #include "connectors/export/export_assemble.h"
 #include "core/drbg.h"
 #include "stream/stream_config.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_mock_harness dp_mock_harness;
 

@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_metrics dp_metrics;
 

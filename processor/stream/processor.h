@@ -11,7 +11,7 @@
  *   undecodable            -> dead letter MALFORMED
  *   no route               -> dead letter UNKNOWN_STREAM
  *   offset < skip_below    -> skipped: the restored snapshot holds it
- *   anything else          -> the step gate decides (synth/step_gate.h: use,
+ *   anything else          -> the step gate decides (synth/common/step_gate.h: use,
  *                             hold for the next step, ignore a duplicate
  *                             marker, reject with a reason, close the step),
  *                             the same module `dpstream replay` calls, so the

@@ -16,8 +16,8 @@
 #include "core/bytes_map.h"
 #include "stream/processor.h"
 #include "stream/stream_config.h"
-#include "synth/step_gate.h"
-#include "synth/synth.h"
+#include "synth/common/step_gate.h"
+#include "synth/common/synth.h"
 
 #define KAFKA_TIMEOUT_MS   30000
 #define POLL_MS            100
@@ -31,7 +31,7 @@ typedef struct ps_stream {
     size_t                 id_len;
     const dp_stream_route *route;
     dp_synth              *synth;
-    dp_step_gate           gate;           /* consume_loop: what each update does (synth/step_gate.h) */
+    dp_step_gate           gate;           /* consume_loop: what each update does (synth/common/step_gate.h) */
     int32_t                partition;
     int64_t                skip_below;     /* consume_loop, restore: updates at lower offsets are in the snapshot */
     int64_t                pending;        /* consume_loop: first accepted un-snapshotted update, or NO_OFFSET */

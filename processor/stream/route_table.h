@@ -15,8 +15,8 @@
 
 #include "core/bytes_map.h"
 #include "stream/stream_config.h"
-#include "synth/step_gate.h"
-#include "synth/synth.h"
+#include "synth/common/step_gate.h"
+#include "synth/common/synth.h"
 
 typedef enum dp_route_verdict {
     DP_ROUTE_KNOWN,      /* the stream exists: *stream */

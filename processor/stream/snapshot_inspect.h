@@ -31,7 +31,7 @@
 #include "core/drbg.h"
 #include "stream/state_record.h"
 #include "stream/stream_config.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 typedef struct dp_snapshot_view {
     /* public header: filled whenever chunk 0 decodes (header_ok) */

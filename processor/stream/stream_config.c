@@ -10,7 +10,7 @@
 
 #include "core/dp_error.h"
 #include "stream/state_record.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 static char *dup_str(const char *s)
 {

@@ -68,7 +68,7 @@
 #include "stream/registry.h"
 
 #include "codec/codec.h"
-#include "synth/step_gate.h"
+#include "synth/common/step_gate.h"
 
 typedef struct dp_stream_route {
     char   *match;          /* exact stream id, or NULL */

@@ -9,7 +9,7 @@
 
 #include "codec/codec.h"
 #include "stream/state_cas.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "fuzz_synths.h"
 

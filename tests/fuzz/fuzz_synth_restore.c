@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/dp_error.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 #include "fuzz_synths.h"
 

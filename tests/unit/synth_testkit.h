@@ -17,7 +17,7 @@
 
 #include "core/buf.h"
 #include "core/dp_error.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* manifest key-value pairs kept from the last manifest (marginal's, at K = 2, has 10) */
 #define TK_MAX_KV 16

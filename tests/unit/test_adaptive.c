@@ -13,8 +13,8 @@
 
 #include "core/rational.h"
 #include "core/sample.h"
-#include "synth/adaptive.h"
-#include "synth/svt.h"
+#include "synth/adaptive/adaptive.h"
+#include "synth/common/svt.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
 
 #include "core/counter.h"
 
-#include "synth/longitudinal_math.h"
+#include "synth/longitudinal/longitudinal_math.h"
 
 #include <math.h>
 

@@ -19,8 +19,8 @@
 #include "core/counter_sparse_cell.h"
 #include "core/rational.h"
 #include "core/sample.h"
-#include "synth/hypercube.h"
-#include "synth/partition.h"
+#include "synth/hypercube/hypercube.h"
+#include "synth/common/partition.h"
 
 #include <math.h>
 

@@ -11,7 +11,7 @@
 #include "dptest.h"
 #include "synth_testkit.h"
 
-#include "synth/hypercube.h"
+#include "synth/hypercube/hypercube.h"
 
 #include <math.h>
 

@@ -11,8 +11,8 @@
 #include "dptest.h"
 #include "synth_testkit.h"
 
-#include "synth/marginal.h"
-#include "synth/marginal_factor.h"
+#include "synth/marginal/marginal.h"
+#include "synth/marginal/marginal_factor.h"
 #include "core/round.h"
 
 #include <math.h>

@@ -19,8 +19,8 @@
 #include "dptest.h"
 
 #include "core/dp_error.h"
-#include "synth/marginal.h"
-#include "synth/marginal_factor.h"
+#include "synth/marginal/marginal.h"
+#include "synth/marginal/marginal_factor.h"
 
 #include <math.h>
 #include <string.h>

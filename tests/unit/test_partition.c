@@ -8,7 +8,7 @@
 #include "dptest.h"
 
 #include "core/dp_error.h"
-#include "synth/partition.h"
+#include "synth/common/partition.h"
 
 #include <math.h>
 #include <string.h>

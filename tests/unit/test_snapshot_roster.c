@@ -17,7 +17,7 @@
 
 #include "core/buf.h"
 #include "core/dp_error.h"
-#include "synth/longitudinal.h"
+#include "synth/longitudinal/longitudinal.h"
 
 #include <stdio.h>
 #include <string.h>

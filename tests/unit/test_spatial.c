@@ -14,7 +14,7 @@
 
 #include "core/rational.h"
 #include "core/sample.h"
-#include "synth/spatial.h"
+#include "synth/spatial/spatial.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
 #include "dptest.h"
 
 #include "core/dp_error.h"
-#include "synth/stats.h"
+#include "synth/common/stats.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* test_step_gate.c — the step gate (synth/step_gate.h), the one rule for
+/* test_step_gate.c — the step gate (synth/common/step_gate.h), the one rule for
  * what an update does: every row of its decision table, holding reports
  * for the next step and applying them (in arrival order, with their own
  * verdicts) when it opens, the roster close as an opt-in only, runs that
@@ -7,7 +7,7 @@
 #include "dptest.h"
 #include "synth_testkit.h"
 
-#include "synth/step_gate.h"
+#include "synth/common/step_gate.h"
 
 static dp_key g_key;
 

@@ -307,7 +307,7 @@ static void test_wire(void)
     expect_refused("wire", BAD, sizeof BAD / sizeof BAD[0]);
 }
 
-/* Per-route step policy (synth/step_gate.h) and the partitioner every
+/* Per-route step policy (synth/common/step_gate.h) and the partitioner every
  * stream's updates are checked against. */
 static void test_gate_and_partitioner(void)
 {

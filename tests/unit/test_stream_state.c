@@ -15,7 +15,7 @@
 #include "dptest.h"
 #include "stream/seal.h"
 #include "stream/state_record.h"
-#include "synth/synth.h"
+#include "synth/common/synth.h"
 
 /* The noise key the snapshots' MACs derive from (state_record.h). */
 static dp_key g_mac = {{0x6d, 0x61, 0x63, 1}};

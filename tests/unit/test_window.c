@@ -8,8 +8,8 @@
 
 #include "core/rational.h"
 #include "core/sample.h"
-#include "synth/longitudinal.h"
-#include "synth/longitudinal_math.h"
+#include "synth/longitudinal/longitudinal.h"
+#include "synth/longitudinal/longitudinal_math.h"
 
 #include <math.h>
 #include <time.h>

@@ -1,0 +1,760 @@
+/* marginal.c — `marginal`: streaming synthetic tabular data by select,
+ * measure, fit and iterate (Kumar, Strohmer, Vershynin = seed 001, Alg. 3),
+ * with the paper's StreamingMWEM baseline (Alg. 2) as method "mwem".
+ *
+ * What is public and what is protected, in plain words: every row event
+ * (one row inserted or deleted at one step) is protected — event-level
+ * ε-DP (or ρ-zCDP) over the whole stream; with max_rows_per_user = s, every
+ * entity's up to s events together.  Public are the configuration
+ * (attributes, workloads, budget, horizon, method, fit, aggregate) and the step
+ * boundaries.  The number of rows is NOT public: the release's row count is
+ * the rounded noisy total (an average of charged measurements), and every
+ * record is post-processing of charged outputs.
+ *
+ * One step t (Alg. 3), with ∇f_t the step's differential histogram (the
+ * ingest half's statistics are W(∇f_t) for every workload W):
+ *   base_W = W(g_{t-1}) + W(∇f_t)                      (§6.4: f_t ≈ g_{t-1} + ∇f_t)
+ *   h_{t,0} = g_{t-1}
+ *   for l = 1..K:
+ *     u(W) = (1/|W|)·‖base_W − W(h_{t,l-1})‖₁ − bias_W   over unselected W   (§7.2)
+ *     j ~ exponential mechanism(u, ε_sel)                                     (exact: core/exp_mech.h)
+ *     C_j += W_j(∇f_t)  (one continual counter per cell of W_j, budget ε_c)   (Alg. 3 line 15)
+ *     m(t, j) = C_j(t) + r(t-1, j)                                            (§6.2)
+ *     m(t, j) ← its projection onto {x ≥ 0, Σx = Σm(t, j)}                    (core/simplex.h)
+ *     h_{t,l} = fit({(W_i, m(t, i))}_{i selected at t}, h_{t,l-1})
+ *   g_t = mean_l h_{t,l}   (aggregate "mean", Alg. 3 line 19; mw only)  or  h_{t,K}  ("last")
+ *   r(t, W) = W(g_t) − C_W(t) for unselected W; r(t, j) = r(t-1, j) for selected j.
+ *
+ * bias_W (§7.2's "bias correction"; its formula was lost in extraction):
+ * the expected |error| per cell that measuring W now would add,
+ * sqrt(2/π)·sd_W (as AIM, McKenna et al. 2022, subtracts the expected
+ * noise), sd_W the analytic standard deviation of the counter increment
+ * C_W(next) − C_W(anchor) that m(t, W) adds to W(g_τ) — the anchor being
+ * the counter's step when r(t, W) was last set.  Not the whole prefix's:
+ * with the simple counter that grows as the square root of W's selection
+ * count, and a bias built on it stopped re-selecting the small,
+ * often-needed workloads as the stream went on (full Adult, ordered by
+ * age, ε = 1: their error grew from step 50 to the end; bench/RESULTS.md).
+ * It depends only on public configuration and on how often W was selected
+ * (a private output): post-processing.
+ *
+ * Sensitivity of the utility (derived for the configured workloads): one
+ * row inserted or deleted at step t changes ∇f_t in one domain cell by 1,
+ * so W(∇f_t) changes in one of W's cells by 1 and ‖base_W − W(h)‖₁ by at
+ * most 1; g_{t-1} and h are earlier private outputs (fixed under the
+ * neighbouring stream by adaptive composition).  Hence
+ *     Δu = max_W 1/|W| = 1/min_W |W|          (1/4 for 2-way workloads on binary attributes, §7.2).
+ * On the fixed-point grid of scale S = 2^16·min|W| each cell's term is
+ * floor(|base_c − q_c|·S/|W|), which moves by at most 2^16 + 1 when its
+ * argument moves by 1 (+ ~1e-7 of floating-point rounding of the sum
+ * W(g)_c + ∇_c), and only one cell moves: ΔU = 2^16 + 2 grid units.
+ *
+ * Privacy (Thm 6.1, with group privacy): a row event at step τ touches
+ * only step τ's K selections (ε_sel each) and the K counters selected at τ
+ * (ε_c each: a counter's budget covers its whole stream, in which the
+ * event is one entry); selections and measurements at other steps see it
+ * only through earlier private outputs.  With g = max_rows_per_user ×
+ * (2 under replace neighbours):
+ *     pure:  ε_sel = ε_c = ε/(2Kg)        → K·ε_sel + K·ε_c = ε/g per event, ε per entity
+ *     zCDP:  ε_sel = 2·sqrt(ρ/K)/g (EM is ε²/8-zCDP, Cesar–Rogers), ρ_c = ρ/(2Kg²)
+ * Rows of different steps are disjoint, so the stream's guarantee is the
+ * largest step's (parallel composition over steps), not the sum: the
+ * ledger is per step, every step spends exactly the budget, and the
+ * budget event says so (spent_step = spent_total = the budget).
+ *
+ * Baseline, method "mwem" (Alg. 2): each step an independent MWEM on ∇f_t
+ * (selection on ‖W(∇f_t) − W(h)‖₁/|W|, fresh Laplace/Gaussian noise per
+ * measurement at ε_c, MW fit) and g_t = g_{t-1} + mean_l h_{t,l}.  Two
+ * corrections: the paper's h_{t,0} = |∇f_t|·uniform and the MW total
+ * |∇f_t| use the exact batch size, which is private — here h_{t,0} is
+ * empty and the total is the mean of the measured totals; a batch whose
+ * noisy total is negative (deletions) is fitted with signs flipped.
+ *
+ * Measurements reach the fits projected onto the non-negative vectors of
+ * their own measured total (both methods; post-processing).  The fits need
+ * non-negative targets, and clipping at 0 would add E[noise⁺] to every
+ * empty cell at every selection; since m(t, j) is anchored on the previous
+ * synthetic data through r, that bias compounds over the stream (on Adult,
+ * randomized-bs200, ε = 0.5: Proposed AvgWE 0.0123 clipped, 0.0097
+ * projected; bench/RESULTS.md). */
+#include "synth/marginal/marginal_release.h"
+
+#include "core/counter.h"
+#include "core/dp_error.h"
+#include "core/ledger_io.h"
+#include "core/exp_mech.h"
+#include "core/rational.h"
+#include "core/sample.h"
+#include "core/simplex.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a budget event names as public (docs/privacy.md §1): configuration and step boundaries. */
+#define PUBLIC_INPUTS                                                                                            \
+    "the configuration (attributes, workloads, budget, horizon, method, fit, aggregate) and the step "            \
+    "boundaries; the number of rows is protected"
+
+static void wl_free(marginal_release *m)
+{
+    if (!m->wl)
+        return;
+    for (size_t i = 0; i < m->cfg.n_workloads; i++) {
+        wl_state *w = &m->wl[i];
+        if (w->cnt)
+            for (uint64_t c = 0; c < m->cfg.workloads[i].cells; c++)
+                dp_counter_destroy(w->cnt[c]);
+        free(w->cnt);
+        free(w->c_last);
+        free(w->r);
+    }
+    free(m->wl);
+    m->wl = NULL;
+}
+
+static void marginal_release_destroy(dp_release_half *rel)
+{
+    marginal_release *m = (marginal_release *)rel;
+    if (!m)
+        return;
+    wl_free(m);
+    if (m->mops) {
+        m->mops->destroy(m->g);
+        m->mops->destroy(m->h);
+        m->mops->destroy(m->avg);
+        m->mops->destroy(m->fresh);
+        dp_marginal_mixture_free(m);
+    }
+    dp_ledger_free(&m->ledger);
+    dp_marginal_config_free(&m->cfg);
+    free(m->stream_id);
+    free(m->G);
+    free(m->d);
+    free(m->base);
+    free(m->base_ok);
+    free(m->q);
+    free(m->mvals);
+    free(m->util);
+    free(m->cand);
+    free(m->sel);
+    free(m->sel_sd);
+    free(m->ms);
+    free(m->sel_names);
+    free(m->debias);
+    free(m->row_buf);
+    free(m);
+}
+
+static int new_step_ledger(marginal_release *m, char *errstr, size_t errstr_size)
+{
+    return dp_ledger_reset_exact(&m->ledger, m->cfg.model, m->cfg.budget,
+                                 (uint64_t)m->cfg.selections << (UNIT_BITS + 1), errstr, errstr_size);
+}
+
+static int plan(marginal_release *m, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    m->group = dp_marginal_group(c);
+    double K = c->selections, g = m->group;
+    dp_privacy counter_budget;
+    if (c->model == DP_PRIVACY_PURE) {
+        m->eps_sel = c->budget / (2 * K * g);
+        counter_budget = (dp_privacy){DP_PRIVACY_PURE, c->budget / (2 * K * g)};
+    } else {
+        m->eps_sel = 2 * sqrt(c->budget / K) / g;
+        counter_budget = (dp_privacy){DP_PRIVACY_ZCDP, c->budget / (2 * K * g * g)};
+    }
+    int rc = dp_exp_mech_prepare(&m->em, m->eps_sel, DP_MARGINAL_UTILITY_DELTA, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    m->ccfg = (dp_counter_config){.kind = c->counter_kind, .horizon = c->horizon, .block = c->counter_block,
+                                  .buffers = c->counter_buffers, .budget = counter_budget,
+                                  .neighbor_entries = 1, .max_abs_change = 1};
+    /* One probe counter validates kind × budget × horizon now, not at step 1. */
+    dp_counter *probe = NULL;
+    dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
+    char why[256] = "";
+    if ((rc = dp_counter_create(&probe, &m->ccfg, &ns, why, sizeof why)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": counter: %s", why);
+    m->first_sd = sqrt(dp_counter_variance(probe, 1));
+    dp_counter_destroy(probe);
+    /* mwem's measurement: one step of a simple counter, drawn directly. */
+    dp_rational q;
+    if (c->model == DP_PRIVACY_PURE) {
+        m->noise_param = 1.0 / counter_budget.value;   /* DLap(Δ/ε_c), Δ = 1 */
+        if (dp_rational_from_double_up(m->noise_param, &q) != DP_OK ||
+            (rc = dp_dlap_prepare(&m->dlap, q, why, sizeof why)) != DP_OK)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": noise scale %g out of range: %s", m->noise_param, why);
+        m->noise_sd = sqrt(dp_dlap_variance(q));
+    } else {
+        m->noise_param = 1.0 / (2 * counter_budget.value);   /* σ² = Δ²/(2ρ_c) */
+        if (dp_rational_from_double_up(m->noise_param, &q) != DP_OK ||
+            (rc = dp_dgauss_prepare(&m->dgauss, q, why, sizeof why)) != DP_OK)
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": noise variance %g out of range: %s", m->noise_param, why);
+        m->noise_sd = sqrt(dp_dgauss_variance(q));
+    }
+    m->noise_param = dp_rational_to_double(q);
+    /* The plan per step: K selections and K measurements, each 2^UNIT_BITS
+     * units of a budget of 2K·2^UNIT_BITS: exactly the budget. */
+    if ((rc = new_step_ledger(m, errstr, errstr_size)) != DP_OK)
+        return rc;
+    double planned = c->model == DP_PRIVACY_PURE ? g * K * (m->eps_sel + counter_budget.value)
+                                                 : g * g * K * (m->eps_sel * m->eps_sel / 8 + counter_budget.value);
+    return dp_ledger_check_plan(&m->ledger, (dp_privacy){c->model, planned}, errstr, errstr_size);
+}
+
+static int marginal_release_create(dp_release_half **out, const json_t *config, const dp_synth_env *env,
+                                   char *errstr, size_t errstr_size)
+{
+    *out = NULL;
+    marginal_release *m = calloc(1, sizeof *m);
+    if (!m)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    int rc = dp_marginal_config_parse(&m->cfg, config, errstr, errstr_size);
+    if (rc != DP_OK) {
+        free(m);
+        return rc;
+    }
+    const dp_marginal_config *c = &m->cfg;
+    m->key = env->key;
+    m->stream_id_len = env->stream_id ? env->stream_id_len : 0;
+    if (!(m->stream_id = malloc(m->stream_id_len + 1)))
+        goto nomem;
+    if (m->stream_id_len)
+        memcpy(m->stream_id, env->stream_id, m->stream_id_len);
+    m->stream_id[m->stream_id_len] = '\0';
+    m->mops = c->fit == DP_MARGINAL_FIT_PGM ? &dp_mmodel_pgm : &dp_mmodel_mw;
+    if ((rc = m->mops->create(&m->g, c, errstr, errstr_size)) != DP_OK ||
+        (rc = m->mops->create(&m->h, c, errstr, errstr_size)) != DP_OK ||
+        (rc = m->mops->create(&m->avg, c, errstr, errstr_size)) != DP_OK ||
+        (rc = m->mops->create(&m->fresh, c, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    m->wmax = 1;
+    for (size_t i = 0; i < c->n_workloads; i++)
+        if (c->workloads[i].cells > m->wmax)
+            m->wmax = c->workloads[i].cells;
+    size_t K = c->selections, nw = c->n_workloads;
+    m->wl = calloc(nw, sizeof *m->wl);
+    m->d = malloc(c->total_cells * sizeof *m->d);
+    m->base = malloc(c->total_cells * sizeof *m->base);
+    m->base_ok = calloc(nw, 1);
+    m->q = malloc(m->wmax * sizeof *m->q);
+    m->mvals = malloc(K * m->wmax * sizeof *m->mvals);
+    m->util = malloc(nw * sizeof *m->util);
+    m->cand = malloc(nw * sizeof *m->cand);
+    m->sel = calloc(K, sizeof *m->sel);   /* saved by a step-0 snapshot too */
+    m->sel_sd = calloc(K, sizeof *m->sel_sd);
+    m->ms = malloc(K * sizeof *m->ms);
+    m->sel_names = malloc(K * sizeof *m->sel_names);
+    m->debias = malloc((8 + 2 * K) * sizeof *m->debias);
+    m->row_buf = malloc(c->n_attrs * sizeof *m->row_buf);
+    if (!m->wl || !m->d || !m->base || !m->base_ok || !m->q || !m->mvals || !m->util || !m->cand || !m->sel || !m->sel_sd ||
+        !m->ms || !m->sel_names || !m->debias || !m->row_buf)
+        goto nomem;
+    for (size_t i = 0; i < nw; i++)
+        if (!(m->wl[i].r = calloc(c->workloads[i].cells, sizeof *m->wl[i].r)))
+            goto nomem;
+    if (c->method == DP_MARGINAL_MWEM && c->fit == DP_MARGINAL_FIT_MW &&
+        !(m->G = calloc((size_t)c->domain_cells, sizeof *m->G)))
+        goto nomem;
+    for (size_t l = 0; l < K; l++) {
+        snprintf(m->sel_names[l][0], sizeof m->sel_names[l][0], "selected.%zu", l);
+        snprintf(m->sel_names[l][1], sizeof m->sel_names[l][1], "selected_sd.%zu", l);
+    }
+    if ((rc = plan(m, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    *out = (dp_release_half *)m;
+    return DP_OK;
+nomem:
+    rc = dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory");
+fail:
+    marginal_release_destroy((dp_release_half *)m);
+    return rc;
+}
+
+static int marginal_release_exhausted(const dp_release_half *rel)
+{
+    const marginal_release *m = (const marginal_release *)rel;
+    return m->exhausted;
+}
+
+static const dp_ledger *marginal_release_ledger(const dp_release_half *rel)
+{
+    return &((const marginal_release *)rel)->ledger;
+}
+
+static uint64_t marginal_next_step(const dp_release_half *rel)
+{
+    return ((const marginal_release *)rel)->done + 1;
+}
+
+/* Per-cell standard deviation of the noise in workload i's measurement if
+ * it is selected now: m(t, W) = W(g_τ) + C_W(next) − C_W(anchor) (§6.2), so
+ * the noise is the counter increment's since the anchor, not the whole
+ * prefix's — for the simple counter one draw when W was not selected at
+ * t − 1, however often it was selected before. */
+static double counter_sd_next(const marginal_release *m, size_t i)
+{
+    const wl_state *w = &m->wl[i];
+    /* never selected: no counters yet, the first step's noise (anchor 0) */
+    return w->cnt ? sqrt(dp_counter_variance_between(w->cnt[0], w->anchor, w->selected + 1)) : m->first_sd;
+}
+
+/* Grid utility of workload i: Σ_c floor(|base_c − q_c|·S/|W|) − round(bias·S),
+ * S = 2^16·min|W| (the header derives ΔU = 2^16 + 2). */
+int64_t dp_marginal_grid_utility(const dp_marginal_config *c, size_t i, const double *base, const double *q,
+                                 double bias)
+{
+    const dp_marginal_workload *w = &c->workloads[i];
+    double per_cell = ldexp((double)c->min_cells / (double)w->cells, DP_MARGINAL_GRID_BITS);   /* <= 2^16 */
+    int64_t cap = (int64_t)(((uint64_t)1 << 60) / w->cells), sum = 0;
+    for (uint64_t k = 0; k < w->cells; k++) {
+        double t = floor(fabs(base[k] - q[k]) * per_cell);
+        sum += t >= (double)cap ? cap : (int64_t)t;
+    }
+    double b = bias * ldexp((double)c->min_cells, DP_MARGINAL_GRID_BITS);
+    b = b > 0x1.0p59 ? 0x1.0p59 : b > 0 ? b : 0;
+    return sum - (int64_t)llround(b);
+}
+
+/* Was workload i selected at an earlier iteration (< l) of this step? */
+static int taken_now(const marginal_release *m, size_t l, size_t i)
+{
+    for (size_t j = 0; j < l; j++)
+        if (m->sel[j] == i)
+            return 1;
+    return 0;
+}
+
+static void step_drbg(const marginal_release *m, dp_drbg *g, uint64_t step, const char *what, size_t l)
+{
+    char label[48];
+    snprintf(label, sizeof label, NAME "/%s/%zu", what, l);
+    dp_drbg_init(g, m->key, m->stream_id, m->stream_id_len, step, label);
+}
+
+/* Alg. 3's base for workload i, W(g_{t-1}) + W(∇f_t), computed the first
+ * time a selection of the step needs it: only candidates are scored, and
+ * with fit pgm a workload outside the model's cliques costs a pair query
+ * through the junction tree (all of them were most of a step). */
+static int smf_base(marginal_release *m, size_t i)
+{
+    if (m->base_ok[i])
+        return DP_OK;
+    const dp_marginal_workload *w = &m->cfg.workloads[i];
+    int rc = m->mops->marginal(m->g, w, m->base + w->offset);
+    if (rc != DP_OK)
+        return rc;
+    for (uint64_t k = 0; k < w->cells; k++)
+        m->base[w->offset + k] += (double)m->d[w->offset + k];
+    m->base_ok[i] = 1;
+    return DP_OK;
+}
+
+/* Select one unselected workload (exponential mechanism) against h; charges first.
+ * The candidates are the unselected workloads whose measurement the fit can
+ * use: a pgm model whose junction tree is full leaves a new clique out of
+ * the fit (marginal_pgm.c), and a selection of it would spend a step's
+ * 1/(2K) of the budget twice on nothing.  Which workloads the model admits
+ * depends only on the earlier selections (private outputs) and the public
+ * max_model_cells — post-processing; Δu is unchanged.  Only if none is
+ * admitted are all unselected workloads candidates (as before). */
+static int select_workload(marginal_release *m, uint64_t step, size_t l, const double *base_or_d, int smf,
+                           size_t *chosen, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    size_t n = 0;
+    int filter = 0;
+    for (size_t i = 0; i < c->n_workloads && m->mops->admits && !filter; i++)
+        filter = m->mops->admits(m->h, &c->workloads[i]) && !taken_now(m, l, i);
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        if (taken_now(m, l, i) || (filter && !m->mops->admits(m->h, &c->workloads[i])))
+            continue;
+        const dp_marginal_workload *w = &c->workloads[i];
+        int rc = smf ? smf_base(m, i) : DP_OK;
+        if (rc == DP_OK)
+            rc = m->mops->marginal(m->h, w, m->q);
+        if (rc != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": computing W(h)");
+        double bias = smf ? sqrt(2.0 / M_PI) * counter_sd_next(m, i) : 0;
+        m->cand[n] = (uint32_t)i;
+        m->util[n++] = dp_marginal_grid_utility(c, i, base_or_d + w->offset, m->q, bias);
+    }
+    int rc = dp_ledger_spend_units(&m->ledger, step, NAME "/exponential", (uint64_t)1 << UNIT_BITS, errstr,
+                                   errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    dp_drbg g;
+    step_drbg(m, &g, step, "select", l);
+    size_t k = 0;
+    rc = dp_exp_mech_select(&m->em, &g, m->util, n, &k);
+    dp_drbg_wipe(&g);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": exponential mechanism: utility out of range");
+    *chosen = m->cand[k];
+    return DP_OK;
+}
+
+static const char *measure_mech(const marginal_release *m)
+{
+    return m->cfg.model == DP_PRIVACY_PURE ? NAME "/discrete_laplace" : NAME "/discrete_gaussian";
+}
+
+/* Alg. 3: the selected workload's counters take W_j(∇f_t); m = C_j(t) + r(t-1, j). */
+static int measure_counters(marginal_release *m, uint64_t step, size_t j, double *out, char *errstr,
+                            size_t errstr_size)
+{
+    const dp_marginal_workload *w = &m->cfg.workloads[j];
+    wl_state *s = &m->wl[j];
+    if (s->r_pending) {   /* before the counters move: r = W(g_{t-1}) − C_W(t-1) */
+        int rc = dp_marginal_r_from_g(m, j, s->r);
+        if (rc != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": computing W(g) for r(t, W) of workload %zu", j);
+        s->r_pending = 0;
+    }
+    int rc = dp_marginal_ensure_counters(m, j, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    for (uint64_t c = 0; c < w->cells; c++) {
+        if ((rc = dp_counter_add(s->cnt[c], m->d[w->offset + c], &s->c_last[c])) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": counter of workload %zu cell %llu: %s", j,
+                          (unsigned long long)c, dp_status_str(rc));
+        out[c] = (double)s->c_last[c] + s->r[c];
+    }
+    s->selected++;
+    return DP_OK;
+}
+
+/* Alg. 2: a fresh noisy measurement of W_j(∇f_t). */
+static int measure_fresh(marginal_release *m, uint64_t step, size_t l, size_t j, double *out, char *errstr,
+                         size_t errstr_size)
+{
+    const dp_marginal_workload *w = &m->cfg.workloads[j];
+    int rc = dp_ledger_spend_units(&m->ledger, step, measure_mech(m), (uint64_t)1 << UNIT_BITS, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    dp_drbg g;
+    step_drbg(m, &g, step, "measure", l);
+    for (uint64_t c = 0; c < w->cells; c++)
+        out[c] = (double)(m->d[w->offset + c] + (m->cfg.model == DP_PRIVACY_PURE ? dp_dlap_sample(&m->dlap, &g)
+                                                                                : dp_dgauss_sample(&m->dgauss, &g)));
+    dp_drbg_wipe(&g);
+    return DP_OK;
+}
+
+/* The running aggregate of the step's fits h_{t,1..l} into m->avg (g_t once
+ * l = K): their mean (Alg. 3 line 19), or h_{t,K} — copied once, at l = K
+ * (a pgm model's copy holds its whole junction tree). */
+static int aggregate(marginal_release *m, uint32_t l)
+{
+    if (m->cfg.aggregate == DP_MARGINAL_AGG_LAST)
+        return l == m->cfg.selections ? m->mops->copy(m->avg, m->h) : DP_OK;
+    return m->mops->average(m->avg, m->h, l);
+}
+
+static double sum_of(const double *v, uint64_t n)
+{
+    double s = 0;
+    for (uint64_t i = 0; i < n; i++)
+        s += v[i];
+    return s;
+}
+
+static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    int rc;
+    memset(m->base_ok, 0, c->n_workloads);
+    m->mops->copy(m->h, m->g);
+    double totals = 0;
+    for (size_t l = 0; l < c->selections; l++) {
+        size_t j;
+        if ((rc = select_workload(m, step, l, m->base, 1, &j, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->sel[l] = (uint32_t)j;
+        m->sel_sd[l] = counter_sd_next(m, j);
+        double *vals = m->mvals + l * m->wmax;
+        if ((rc = measure_counters(m, step, j, vals, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / (m->sel_sd[l] > 0 ? m->sel_sd[l] : 1)};
+        double measured = sum_of(vals, c->workloads[j].cells);
+        totals += measured;
+        if ((rc = dp_project_simplex(vals, c->workloads[j].cells, measured)) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": projecting a measurement");
+        m->last_total = totals / (double)(l + 1);
+        if ((rc = m->mops->fit(m->h, m->ms, l + 1, m->last_total, c->fit_iterations)) != DP_OK ||
+            (rc = aggregate(m, (uint32_t)(l + 1))) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": fit");
+    }
+    m->mops->copy(m->g, m->avg);
+    /* r(t, W) = W(g_t) − C_W(t) for the workloads not selected now — only
+     * marked: W is read again only if it is selected, and g_t stays the
+     * model until then or until the next unselected step moves the mark to
+     * g_{t+1}; computing all of them here was a full sweep of pair queries
+     * every step (a third of a pgm step on full Adult), for a few used.
+     * The values are the same bits either way (dp_marginal_r_from_g). */
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        int taken = 0;
+        for (size_t l = 0; l < c->selections; l++)
+            taken |= m->sel[l] == i;
+        if (taken)
+            continue;
+        m->wl[i].r_pending = 1;
+        m->wl[i].anchor = m->wl[i].selected;
+    }
+    m->last_total = m->mops->total(m->g);
+    return DP_OK;
+}
+
+static int step_mwem(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    for (uint64_t k = 0; k < c->total_cells; k++)
+        m->base[k] = (double)m->d[k];
+    m->mops->copy(m->h, m->fresh);   /* h_{t,0}: empty (see the header) */
+    double totals = 0, sign = 1;
+    int rc;
+    for (size_t l = 0; l < c->selections; l++) {
+        size_t j;
+        if ((rc = select_workload(m, step, l, m->base, 0, &j, errstr, errstr_size)) != DP_OK)
+            return rc;
+        m->sel[l] = (uint32_t)j;
+        m->sel_sd[l] = m->noise_sd;
+        double *vals = m->mvals + l * m->wmax;
+        if ((rc = measure_fresh(m, step, l, j, vals, errstr, errstr_size)) != DP_OK)
+            return rc;
+        double t = sum_of(vals, c->workloads[j].cells);
+        if (l == 0)
+            sign = t < 0 ? -1 : 1;
+        if (sign < 0)
+            for (uint64_t k = 0; k < c->workloads[j].cells; k++)
+                vals[k] = -vals[k];
+        totals += sign * t;
+        if ((rc = dp_project_simplex(vals, c->workloads[j].cells, sign * t)) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": projecting a measurement");
+        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / m->noise_sd};
+        if ((rc = m->mops->fit(m->h, m->ms, l + 1, totals / (double)(l + 1), c->fit_iterations)) != DP_OK ||
+            (rc = aggregate(m, (uint32_t)(l + 1))) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": fit");
+    }
+    if (c->fit == DP_MARGINAL_FIT_PGM) {   /* g_t = g_{t-1} + h_{t,K}, as a mixture (only positive steps) */
+        if (sign > 0 && (rc = dp_marginal_mixture_add(m, m->avg)) != DP_OK)
+            return dp_err(errstr, errstr_size, rc, NAME ": keeping step %llu's model", (unsigned long long)step);
+        m->last_total = dp_marginal_mixture_total(m);
+        return DP_OK;
+    }
+    /* g_t = g_{t-1} + mean_l h_{t,l} (or h_{t,K}): the aggregate's counts, added with its sign. */
+    uint64_t cells = (uint64_t)c->domain_cells;
+    /* the mw model's distribution × total, cell by cell */
+    double *counts = malloc(cells * sizeof *counts);
+    if (!counts)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    rc = dp_mmodel_mw_counts(m->avg, counts);
+    if (rc == DP_OK) {
+        double s = 0;
+        for (uint64_t x = 0; x < cells; x++) {
+            m->G[x] += sign * counts[x];
+            s += m->G[x] > 0 ? m->G[x] : 0;
+        }
+        m->last_total = s;
+    }
+    free(counts);
+    return rc;
+}
+
+static int emit_row(void *ctx, const int32_t *row)
+{
+    marginal_release *m = ctx;
+    memcpy(m->row_buf, row, m->cfg.n_attrs * sizeof *row);
+    dp_synth_record r = {.synthetic_id = m->next_id++,
+                         .value = {.kind = DP_PAYLOAD_ROW, .row = m->row_buf, .row_len = m->cfg.n_attrs}};
+    return m->sink->record ? m->sink->record(m->sink->ctx, &r) : 0;
+}
+
+static int emit_event(marginal_release *m, uint64_t step, uint64_t records, const dp_release_sink *sink)
+{
+    const dp_marginal_config *c = &m->cfg;
+    size_t n = 0;
+    dp_kv *kv = m->debias;
+    kv[n++] = (dp_kv){"noisy_total", m->last_total};
+    kv[n++] = (dp_kv){c->fit == DP_MARGINAL_FIT_MW ? "fit_mw" : "fit_pgm", 1};
+    kv[n++] = (dp_kv){c->method == DP_MARGINAL_SMF ? "method_select_measure_fit" : "method_mwem", 1};
+    kv[n++] = (dp_kv){c->aggregate == DP_MARGINAL_AGG_MEAN ? "aggregate_mean" : "aggregate_last", 1};
+    kv[n++] = (dp_kv){"selection_epsilon", m->em.epsilon};
+    kv[n++] = (dp_kv){"workloads", (double)c->n_workloads};
+    for (size_t l = 0; l < c->selections && step > 0; l++) {
+        kv[n++] = (dp_kv){m->sel_names[l][0], (double)m->sel[l]};
+        kv[n++] = (dp_kv){m->sel_names[l][1], m->sel_sd[l]};
+    }
+    dp_release_manifest man = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .synthesizer = NAME,
+        .mode = DP_RELEASE_FULL,
+        .record_count = records,
+        .clamped = m->clamped,
+        .debias = kv,
+        .n_debias = n,
+    };
+    int rc = sink->manifest ? sink->manifest(sink->ctx, &man) : 0;
+    if (rc != 0)
+        return rc;
+    dp_kv noise[] = {{"selection_epsilon", m->em.epsilon},
+                     {c->model == DP_PRIVACY_PURE ? "measurement_scale" : "measurement_sigma2", m->noise_param},
+                     {"selections_per_step", (double)c->selections},
+                     {"group", (double)m->group}};
+    double sdmax = 0;
+    for (size_t l = 0; l < c->selections; l++)
+        sdmax = m->sel_sd[l] > sdmax ? m->sel_sd[l] : sdmax;
+    dp_kv acc[] = {{"selected_sd_max", sdmax}};
+    dp_budget_event e = {
+        .stream_id = m->stream_id,
+        .stream_id_len = m->stream_id_len,
+        .step = step,
+        .status = m->exhausted ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
+        .mechanism = c->model == DP_PRIVACY_PURE ? NAME "/exponential+discrete_laplace"
+                                                 : NAME "/exponential+discrete_gaussian",
+        .unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
+                                     : "event-level: one row inserted or deleted at one step (parallel over steps)",
+        .neighbors = c->replace ? "replace" : "add_remove",
+        .public_inputs = PUBLIC_INPUTS,
+        .model = c->model,
+        .noise = noise,
+        .n_noise = sizeof noise / sizeof noise[0],
+        .accuracy = acc,
+        .n_accuracy = 1,
+        .delta = c->delta,
+    };
+    /* Per step, every row event's cost is the whole step's spend; rows of
+     * different steps are disjoint, so the stream total is the largest
+     * step's (the header): after any step, the budget. */
+    dp_budget_event_parallel_steps(&e, &m->ledger, e.delta);
+    return sink->budget ? sink->budget(sink->ctx, &e) : 0;
+}
+
+static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_stats *st,
+                                 const dp_release_sink *sink, char *errstr, size_t errstr_size)
+{
+    marginal_release *m = (marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    if (m->exhausted)
+        return dp_err(errstr, errstr_size, DP_EHORIZON, NAME ": stream exhausted");
+    if (step != m->done + 1 || st->step != step || !st->sorted)
+        return dp_err(errstr, errstr_size, DP_ESTATE, NAME ": statistics for step %llu, expected %llu",
+                      (unsigned long long)st->step, (unsigned long long)(m->done + 1));
+    memset(m->d, 0, c->total_cells * sizeof *m->d);
+    for (size_t i = 0; i < st->n_cells; i++) {
+        if (st->keys[i] >= c->total_cells)
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": workload statistic out of range");
+        m->d[st->keys[i]] = st->counts[i];
+    }
+    int rc = new_step_ledger(m, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = c->method == DP_MARGINAL_SMF ? step_smf(m, step, errstr, errstr_size)
+                                          : step_mwem(m, step, errstr, errstr_size);
+    if (rc != DP_OK) {
+        m->exhausted = 1;   /* fail closed: a half-spent step is not continued */
+        return rc;
+    }
+    /* The row count is the rounded noisy total, cut at max_release_rows
+     * (a public configuration) and flagged: a release never grows without bound. */
+    double t = m->last_total;
+    m->last_rows = t > 0 ? (uint64_t)llround(t < 1e15 ? t : 1e15) : 0;
+    m->clamped = m->last_rows > c->max_release_rows;
+    if (m->clamped)
+        m->last_rows = c->max_release_rows;
+    m->next_id = 0;
+    m->sink = sink;
+    dp_drbg g;
+    step_drbg(m, &g, step, "rows", 0);
+    rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
+         : m->G                       ? dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m)
+                                      : dp_marginal_mixture_rows(m, m->last_rows, &g, emit_row, m);
+    dp_drbg_wipe(&g);
+    m->sink = NULL;
+    if (rc != 0)
+        return rc;
+    m->done = step;
+    if (step >= c->horizon)
+        m->exhausted = 1;
+    return emit_event(m, step, m->next_id, sink);
+}
+
+/* The plan (synth.h): every step spends the whole budget on its own row
+ * events — K selections and K measurements of budget/(2K) each — and steps
+ * compose in parallel.  The stated figure is the largest standard
+ * deviation a measured cell can have (the manifests' selected_sd.<l> are
+ * at most this): a counter's at its horizon-th step, or mwem's one-step
+ * noise. */
+static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *out)
+{
+    const marginal_release *m = (const marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    int pure = c->model == DP_PRIVACY_PURE;
+    out->mechanism = pure ? NAME "/exponential+discrete_laplace" : NAME "/exponential+discrete_gaussian";
+    out->unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
+                                     : "event-level: one row inserted or deleted at one step (parallel over steps)";
+    out->neighbors = c->replace ? "replace" : "add_remove";
+    out->public_inputs = PUBLIC_INPUTS;
+    dp_plan_budget(out, c->model, c->budget, c->delta);
+    out->horizon = c->horizon;
+    out->composition = "parallel";
+    out->spend_rule = "every step spends the whole budget on its own row events: K selections (exponential "
+                      "mechanism) and K measurements of budget/(2K) each";
+    int rc = dp_plan_run_add(out, 1, c->horizon, dp_ledger_units_value(&m->ledger, m->ledger.units_total));
+    double part = dp_ledger_units_value(&m->ledger, (uint64_t)1 << UNIT_BITS);
+    dp_plan_kv(out->spend, &out->n_spend, "selections_per_step", (double)c->selections);
+    dp_plan_kv(out->spend, &out->n_spend, "per_selection", part);
+    dp_plan_kv(out->spend, &out->n_spend, "per_measurement", part);
+    dp_plan_kv(out->noise, &out->n_noise, "selection_epsilon", m->em.epsilon);
+    dp_plan_kv(out->noise, &out->n_noise, pure ? "measurement_scale" : "measurement_sigma2", m->noise_param);
+    dp_plan_kv(out->noise, &out->n_noise, "group", (double)m->group);
+    dp_plan_kv(out->noise, &out->n_noise, "workloads", (double)c->n_workloads);
+    double sd = m->noise_sd;
+    if (c->method == DP_MARGINAL_SMF) {
+        dp_counter *probe = NULL;
+        dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
+        if (rc == DP_OK && (rc = dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0)) == DP_OK) {
+            double vmax = 0;
+            for (uint64_t t = 1; t <= c->horizon; t++) {
+                double v = dp_counter_variance(probe, t);
+                vmax = v > vmax ? v : vmax;
+            }
+            sd = sqrt(vmax);
+        }
+        dp_counter_destroy(probe);
+    }
+    dp_plan_kv(out->accuracy, &out->n_accuracy, "measurement_sd_max", sd);
+    return rc;
+}
+
+const dp_synth_ops dp_synth_ops_marginal = {
+    .name = NAME,
+    .example_config = "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},"
+                      "{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],"
+                      "\"horizon\":6,\"epsilon\":1,\"selections_per_step\":2}",
+    .update_kind = DP_UPDATE_INSERT,
+    .payload_kind = DP_PAYLOAD_ROW,
+    .ingest_create = dp_marginal_ingest_create,
+    .ingest_update = dp_marginal_ingest_update,
+    .ingest_close = dp_marginal_ingest_close,
+    .ingest_roster_complete = dp_marginal_ingest_roster_complete,
+    .ingest_save = dp_marginal_ingest_save,
+    .ingest_load = dp_marginal_ingest_load,
+    .ingest_destroy = dp_marginal_ingest_destroy,
+    .ingest_open_step = dp_marginal_ingest_open_step,
+    .release_create = marginal_release_create,
+    .release_step = marginal_release_step,
+    .release_exhausted = marginal_release_exhausted,
+    .release_save = dp_marginal_release_save,
+    .release_load = dp_marginal_release_load,
+    .release_destroy = marginal_release_destroy,
+    .release_ledger = marginal_release_ledger,
+    .release_next_step = marginal_next_step,
+    .release_describe = marginal_release_describe,
+};

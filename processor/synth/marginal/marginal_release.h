@@ -1,0 +1,92 @@
+/* marginal_release.h — the release half of `marginal`, private to its two
+ * files: marginal.c (plan, select–measure–fit, the release) and
+ * marginal_snapshot.c (its exact save and restore). */
+#ifndef DP_MARGINAL_RELEASE_H
+#define DP_MARGINAL_RELEASE_H
+
+#include "synth/marginal/marginal.h"
+
+#include "core/counter.h"
+#include "core/exp_mech.h"
+#include "core/sample.h"
+
+/* "MRE2": with each workload's anchor.  "MREL" snapshots (before it) are
+ * refused: their streams' noise sds would be the old ones. */
+#define MARGINAL_REL_MAGIC 0x3245524du
+#define UNIT_BITS 20                     /* ledger units per mechanism */
+#define NAME "marginal"
+
+typedef struct wl_state {
+    dp_counter **cnt;        /* one counter per cell; NULL until first selected */
+    int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
+    double      *r;          /* r(t, W), unless r_pending */
+    uint8_t      r_pending;  /* r(t, W) = W(g) − C_W(t) with the current g, not yet computed (see marginal.c) */
+    uint64_t     selected;   /* steps at which W was selected = counter steps */
+    uint64_t     anchor;     /* counter steps when r(t, W) was last set: m = W(g_τ) + C(now) − C(anchor) */
+} wl_state;
+
+typedef struct marginal_release {
+    dp_marginal_config   cfg;
+    const dp_key        *key;
+    char                *stream_id;
+    size_t               stream_id_len;
+    const dp_mmodel_ops *mops;
+    /* plan */
+    uint32_t             group;
+    double               eps_sel;
+    dp_exp_mech          em;
+    dp_counter_config    ccfg;        /* each cell's counter */
+    dp_dlap              dlap;        /* mwem's per-step measurement noise */
+    dp_dgauss            dgauss;
+    double               noise_param; /* DLap scale b or DGauss σ² of one measurement */
+    double               noise_sd;    /* its standard deviation */
+    double               first_sd;    /* sd of a counter's first output (a workload never selected) */
+    /* state */
+    uint64_t             done;
+    int                  exhausted;
+    dp_ledger            ledger;      /* the last released step's (per-step: see the header) */
+    dp_mmodel           *g;           /* g_{t-1} (select_measure_fit) */
+    dp_mmodel           *h, *avg, *fresh;
+    double              *G;           /* mwem + mw: accumulated synthetic counts over the domain */
+    dp_mmodel          **parts;       /* mwem + pgm: each step's fitted model (marginal_mixture.c) */
+    size_t               n_parts, cap_parts;
+    wl_state            *wl;
+    double               last_total;
+    uint64_t             last_rows;
+    int                  clamped;      /* the last release was cut at max_release_rows */
+    /* scratch */
+    int64_t             *d;           /* W(∇f_t), all workloads' cells */
+    double              *base;        /* W(g_{t-1}) + W(∇f_t) (select_measure_fit: where base_ok) */
+    uint8_t             *base_ok;     /* per workload: its base is computed for this step */
+    double              *q;           /* one workload's W(h) */
+    double              *mvals;       /* K measurements, K × max cells */
+    int64_t             *util;
+    uint32_t            *cand;
+    uint32_t            *sel;
+    double              *sel_sd;
+    dp_mmeasure         *ms;
+    uint64_t             wmax;
+    char               (*sel_names)[2][24];
+    dp_kv               *debias;
+    uint64_t             next_id;
+    const dp_release_sink *sink;
+    int32_t             *row_buf;
+} marginal_release;
+
+/* Workload i's per-cell counters, created the first time it is selected. */
+int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size);
+/* A pending r(t, W) of workload i into out (its cells): W(g) − C_W(t), g the current model. */
+int dp_marginal_r_from_g(const marginal_release *m, size_t i, double *out);
+
+/* mwem + pgm's g_t, the sum of the steps' models (marginal_mixture.c). */
+int    dp_marginal_mixture_add(marginal_release *m, const dp_mmodel *part);
+double dp_marginal_mixture_total(const marginal_release *m);
+int    dp_marginal_mixture_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
+void   dp_marginal_mixture_free(marginal_release *m);
+void   dp_marginal_mixture_save(const marginal_release *m, dp_buf *b);
+int    dp_marginal_mixture_load(marginal_release *m, dp_reader *r);
+
+int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
+int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);
+
+#endif

@@ -1,0 +1,149 @@
+/* marginal_snapshot.c — the exact snapshot of `marginal`'s release half
+ * (marginal_release.h): the plan's fingerprint (refused if the
+ * configuration differs), the step, the per-step ledger, the model, and
+ * per workload its selection count, its anchor, r(t, W) and its counters'
+ * snapshots. */
+#include "synth/marginal/marginal_release.h"
+#include "core/ledger_io.h"
+
+#include "core/dp_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
+{
+    const marginal_release *m = (const marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    dp_buf_put_u32(b, MARGINAL_REL_MAGIC);
+    dp_buf_put_u64(b, c->n_workloads);
+    dp_buf_put_u64(b, c->total_cells);
+    dp_buf_put_u64(b, c->horizon);
+    dp_buf_put_u32(b, c->selections);
+    dp_buf_put_u8(b, (uint8_t)c->method);
+    dp_buf_put_u8(b, (uint8_t)c->fit);
+    dp_buf_put_f64(b, m->em.epsilon);
+    dp_buf_put_f64(b, m->noise_param);
+    dp_buf_put_u64(b, m->done);
+    dp_buf_put_u8(b, (uint8_t)m->exhausted);
+    dp_buf_put_f64(b, m->last_total);
+    for (size_t l = 0; l < c->selections; l++) {
+        dp_buf_put_u32(b, m->sel[l]);
+        dp_buf_put_f64(b, m->sel_sd[l]);
+    }
+    int rc = dp_ledger_save(&m->ledger, b);
+    if (rc == DP_OK)
+        rc = m->mops->save(m->g, b);
+    if (rc != DP_OK)
+        return rc;
+    if (m->G)
+        for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
+            dp_buf_put_f64(b, m->G[x]);
+    else if (c->method == DP_MARGINAL_MWEM)
+        dp_marginal_mixture_save(m, b);
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        const wl_state *w = &m->wl[i];
+        dp_buf_put_u64(b, w->selected);
+        dp_buf_put_u64(b, w->anchor);
+        dp_buf_put_u8(b, w->cnt != NULL);
+        /* a pending r(t, W) is written as computed: the bytes (and a
+         * restored stream) are those of a release that computed it eagerly */
+        double *computed = NULL;
+        if (w->r_pending) {
+            if (!(computed = malloc(c->workloads[i].cells * sizeof *computed)))
+                return DP_ENOMEM;
+            if ((rc = dp_marginal_r_from_g(m, i, computed)) != DP_OK) {
+                free(computed);
+                return rc;
+            }
+        }
+        const double *rv = computed ? computed : w->r;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++)
+            dp_buf_put_f64(b, rv[k]);
+        free(computed);
+        if (!w->cnt)
+            continue;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
+            dp_buf_put_i64(b, w->c_last[k]);
+            dp_buf cb;
+            dp_buf_init(&cb);
+            rc = dp_counter_snapshot(w->cnt[k], &cb);
+            if (rc == DP_OK)
+                dp_buf_put_blob(b, cb.data, cb.len);
+            dp_buf_free(&cb);
+            if (rc != DP_OK)
+                return rc;
+        }
+    }
+    return dp_buf_status(b);
+}
+
+int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
+{
+    marginal_release *m = (marginal_release *)rel;
+    const dp_marginal_config *c = &m->cfg;
+    if (dp_reader_u32(r) != MARGINAL_REL_MAGIC || dp_reader_u64(r) != c->n_workloads ||
+        dp_reader_u64(r) != c->total_cells || dp_reader_u64(r) != c->horizon ||
+        dp_reader_u32(r) != c->selections || dp_reader_u8(r) != (uint8_t)c->method ||
+        dp_reader_u8(r) != (uint8_t)c->fit || dp_reader_f64(r) != m->em.epsilon ||
+        dp_reader_f64(r) != m->noise_param)
+        return DP_ECORRUPT;
+    m->done = dp_reader_u64(r);
+    m->exhausted = dp_reader_u8(r) != 0;
+    m->last_total = dp_reader_f64(r);
+    if (dp_reader_status(r) != DP_OK || m->done > c->horizon || !isfinite(m->last_total))
+        return DP_ECORRUPT;
+    for (size_t l = 0; l < c->selections; l++) {
+        m->sel[l] = dp_reader_u32(r);
+        m->sel_sd[l] = dp_reader_f64(r);
+        if (m->sel[l] >= c->n_workloads && m->done > 0)
+            return DP_ECORRUPT;
+    }
+    int rc = dp_ledger_load(&m->ledger, r);
+    if (rc == DP_OK)
+        rc = m->mops->load(m->g, r);
+    if (rc != DP_OK)
+        return DP_ECORRUPT;
+    if (m->G) {
+        for (uint64_t x = 0; x < (uint64_t)c->domain_cells; x++)
+            if (!isfinite(m->G[x] = dp_reader_f64(r)))
+                return DP_ECORRUPT;
+    } else if (c->method == DP_MARGINAL_MWEM && (rc = dp_marginal_mixture_load(m, r)) != DP_OK) {
+        return rc;
+    }
+    char why[128];
+    for (size_t i = 0; i < c->n_workloads; i++) {
+        wl_state *w = &m->wl[i];
+        w->selected = dp_reader_u64(r);
+        w->anchor = dp_reader_u64(r);
+        int has = dp_reader_u8(r);
+        if (dp_reader_status(r) != DP_OK || w->selected > m->done || w->anchor > w->selected || has > 1 ||
+            (has != (w->selected > 0)))
+            return DP_ECORRUPT;
+        w->r_pending = 0;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++)
+            if (!isfinite(w->r[k] = dp_reader_f64(r)))
+                return DP_ECORRUPT;
+        if (!has)
+            continue;
+        if ((rc = dp_marginal_ensure_counters(m, i, why, sizeof why)) != DP_OK)
+            return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
+        for (uint64_t k = 0; k < c->workloads[i].cells; k++) {
+            w->c_last[k] = dp_reader_i64(r);
+            size_t len;
+            const uint8_t *p = dp_reader_blob(r, &len);
+            if (!p)
+                return DP_ECORRUPT;
+            dp_counter *cn = NULL;
+            if (dp_counter_restore_expect(&cn, p, len, m->key, dp_counter_config_of(w->cnt[k]), why, sizeof why) != DP_OK)
+                return DP_ECORRUPT;
+            if (dp_counter_steps(cn) != w->selected) {
+                dp_counter_destroy(cn);
+                return DP_ECORRUPT;
+            }
+            dp_counter_destroy(w->cnt[k]);
+            w->cnt[k] = cn;
+        }
+    }
+    return dp_reader_status(r);
+}
