@@ -4,7 +4,9 @@
  *
  * Owns: txn_open, txn_begin_ms, committing, committer, commit_result, the
  * commit timing fields, need_rewind (set on an abortable error) and
- * rewinds_in_row (reset by a successful commit).  Calls: librdkafka's
+ * rewinds_in_row (reset by a successful commit).  A partition's progress
+ * record goes to the state topic's partition of the same number
+ * (state_layout.h).  Calls: librdkafka's
  * transactional API, state_record.h (progress records).  Everything that
  * produces (a dead letter, a close, a rebalance, shutdown) first waits for
  * a running commit (ps_commit_wait). */
@@ -222,7 +224,7 @@ int ps_txn_commit(proc *p, int wait)
                           p->cfg->topic_updates, i);
         p->enc.len = 0;
         if ((rc = dp_state_encode_progress(&r, &p->enc)) == DP_OK)
-            rc = ps_produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, "Progress", key, (size_t)kl,
+            rc = ps_produce(p, p->producer, p->cfg->topic_state, i, "Progress", key, (size_t)kl,
                          p->enc.data, p->enc.len);
         rd_kafka_topic_partition_list_add(offs, p->cfg->topic_updates, i)->offset = c;
     }
