@@ -182,12 +182,20 @@ static void *committer_main(void *arg)
         p->commit_flush_ms = ps_now_ms() - t0;
     }
     if (p->o->debug_commit_delay_ms > 0) {
+        /* what crash tests look for: a kill after this line and before the
+         * commit's lands inside a transaction open at the broker */
+        dp_log_event(DP_LOG_INFO, "txn_held", NULL, 0, 0, "transaction open at the broker with its outputs "
+                     "written; holding it %" PRId64 " ms before committing (--debug-commit-delay-ms)",
+                     p->o->debug_commit_delay_ms);
         struct timespec ts = {.tv_sec = p->o->debug_commit_delay_ms / 1000,
                               .tv_nsec = (long)(p->o->debug_commit_delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
     p->commit_result = rd_kafka_commit_transaction(p->producer, KAFKA_TIMEOUT_MS);
     p->commit_done_ms = ps_now_ms();
+    if (p->o->debug_commit_delay_ms > 0)   /* the end of what txn_held began, for the crash tests */
+        dp_log_event(DP_LOG_INFO, "txn_held_end", NULL, 0, 0, "held transaction %s",
+                     p->commit_result ? "failed to commit" : "committed");
     return NULL;
 }
 

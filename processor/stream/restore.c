@@ -75,6 +75,13 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     restore_reader reader = {.rk = NULL};
     if (rc == DP_OK)
         rc = restore_reader_open(p, &reader);
+    if (rc == DP_OK && p->o->debug_restore_delay_ms > 0) {
+        /* the testing aid: a restore under way (readers connected, nothing
+         * read yet) for long enough to be seen (/readyz) or killed */
+        struct timespec ts = {.tv_sec = p->o->debug_restore_delay_ms / 1000,
+                              .tv_nsec = (long)(p->o->debug_restore_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     /* One partition at a time: its own state partition is read, its
      * streams restored and the records dropped before the next one's are
      * read, so a restore holds one partition's raw state beside what it has
@@ -226,11 +233,6 @@ int ps_restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     dp_metrics *m = p->o->metrics;
     if (m)
         dp_metrics_restore_begin(m, ps_now_ms());
-    if (p->o->debug_restore_delay_ms > 0) {
-        struct timespec ts = {.tv_sec = p->o->debug_restore_delay_ms / 1000,
-                              .tv_nsec = (long)(p->o->debug_restore_delay_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
     int rc = restore_partitions(p, l);
     if (m)
         dp_metrics_restore_end(m, ps_now_ms());
