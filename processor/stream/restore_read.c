@@ -20,11 +20,9 @@
 #include "stream/kafka_util.h"
 #include "stream/log.h"
 #include "stream/state_layout.h"
+#include "stream/state_read.h"
 
-static void free_restore_val(void *v, void *ctx) { (void)ctx; if (v) { free((void *)((restore_val *)v)->data); free(v); } }
-static int keep_none(void *v, void *ctx) { (void)v; (void)ctx; return 0; }
-
-void restore_latest_clear(dp_bytes_map *latest) { dp_bytes_map_filter(latest, keep_none, free_restore_val, NULL); }
+void restore_latest_clear(dp_bytes_map *latest) { dp_state_read_clear(latest); }
 
 /* One retry of a transient restore error: wait a little unless the
  * deadline passed or a stop was requested. */
@@ -174,28 +172,6 @@ static int record_wanted(proc *p, const rd_kafka_message_t *m, int32_t part)
     return 0;
 }
 
-/* Newest value wins; a NULL payload (tombstone) deletes. */
-static int keep_newest(dp_bytes_map *latest, const rd_kafka_message_t *m)
-{
-    dp_bytes_map_slot *s = dp_bytes_map_upsert(latest, m->key, m->key_len);
-    if (!s)
-        return DP_ENOMEM;
-    free_restore_val(s->value, NULL);
-    s->value = NULL;
-    if (!m->payload)
-        return DP_OK;
-    restore_val *v = malloc(sizeof *v);
-    uint8_t *bytes = v ? malloc(m->len ? m->len : 1) : NULL;
-    if (!bytes) {
-        free(v);
-        return DP_ENOMEM;
-    }
-    memcpy(bytes, m->payload, m->len);
-    *v = (restore_val){.data = bytes, .len = m->len};
-    s->value = v;
-    return DP_OK;
-}
-
 /* One message of the partition being read; *done once its end is seen. */
 static int take(proc *p, const rd_kafka_message_t *m, int32_t part, int64_t hi, dp_bytes_map *latest,
                 uint64_t *n_read, int *done)
@@ -225,14 +201,10 @@ static int take(proc *p, const rd_kafka_message_t *m, int32_t part, int64_t hi, 
     if (m->payload && !record_wanted(p, m, part)) {
         if (p->fatal)
             return DP_EINVAL;
-        dp_bytes_map_slot *s = dp_bytes_map_find(latest, m->key, m->key_len);
-        if (s) {   /* superseded by a record we do not restore */
-            free_restore_val(s->value, NULL);
-            s->value = NULL;
-        }
+        dp_state_read_forget(latest, m->key, m->key_len);   /* superseded by a record we do not restore */
         return DP_OK;
     }
-    return keep_newest(latest, m);
+    return dp_state_read_keep_newest(latest, m);
 }
 
 int restore_read_partition(proc *p, restore_reader *r, int32_t part, dp_bytes_map *latest, uint64_t *n_read)
