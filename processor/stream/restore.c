@@ -66,7 +66,8 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     dp_buf_init(&digests);
     size_t topic_len = strlen(p->cfg->topic_updates);
     int64_t *resume = calloc((size_t)l->cnt, sizeof *resume);
-    if (!resume)
+    int64_t *lo = calloc((size_t)l->cnt + 1, sizeof *lo), *hi = calloc((size_t)l->cnt + 1, sizeof *hi);
+    if (!resume || !lo || !hi)
         rc = DP_ENOMEM;
     for (int i = 0; i < l->cnt && resume; i++)
         resume[i] = NO_OFFSET;
@@ -75,6 +76,8 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     restore_reader reader = {.rk = NULL};
     if (rc == DP_OK)
         rc = restore_reader_open(p, &reader);
+    if (rc == DP_OK)
+        rc = restore_read_watermarks(p, &reader, l, lo, hi);
     if (rc == DP_OK && p->o->debug_restore_delay_ms > 0) {
         /* the testing aid: a restore under way (readers connected, nothing
          * read yet) for long enough to be seen (/readyz) or killed */
@@ -89,7 +92,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
      * restored partitions' state once (an empty one not at all). */
     for (int pi = 0; rc == DP_OK && pi < l->cnt; pi++) {
         uint64_t before = n_read;
-        rc = restore_read_partition(p, &reader, l->elems[pi].partition, &latest, &n_read);
+        rc = restore_read_partition(p, &reader, l->elems[pi].partition, lo[pi], hi[pi], &latest, &n_read);
         n_read_parts += n_read > before;
         if (rc == DP_OK && p->fatal)
             rc = DP_EINVAL;   /* a refused record (restore_read says which) */
@@ -217,6 +220,8 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
                      n_read, n_read_parts, l->cnt);
     }
     free(resume);
+    free(lo);
+    free(hi);
     if (scratch.data)
         sodium_memzero(scratch.data, scratch.cap);
     dp_buf_free(&scratch);

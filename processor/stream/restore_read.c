@@ -207,18 +207,42 @@ static int take(proc *p, const rd_kafka_message_t *m, int32_t part, int64_t hi, 
     return dp_state_read_keep_newest(latest, m);
 }
 
-int restore_read_partition(proc *p, restore_reader *r, int32_t part, dp_bytes_map *latest, uint64_t *n_read)
+/* One ListOffsets round for every partition of `l` (librdkafka asks each
+ * leader once): the offsets at `when` (RD_KAFKA_OFFSET_BEGINNING: low
+ * watermarks; RD_KAFKA_OFFSET_END: high ones, the client being
+ * read_uncommitted) into out[i]. */
+static int offsets_at(proc *p, restore_reader *r, const rd_kafka_topic_partition_list_t *l, int64_t when,
+                      int64_t *out)
 {
-    int64_t lo = 0, hi = 0;
-    int rc = DP_OK;
     for (;;) {
-        rd_kafka_resp_err_t we =
-            rd_kafka_query_watermark_offsets(r->hw_rk, p->cfg->topic_state, part, &lo, &hi, KAFKA_TIMEOUT_MS);
-        if (!we)
-            break;
-        if ((rc = restore_wait(p, r->deadline, "watermarks of", we)) != DP_OK)
+        rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_new(l->cnt > 0 ? l->cnt : 1);
+        for (int i = 0; i < l->cnt; i++)
+            rd_kafka_topic_partition_list_add(q, p->cfg->topic_state, l->elems[i].partition)->offset = when;
+        rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(r->hw_rk, q, KAFKA_TIMEOUT_MS);
+        for (int i = 0; !e && i < q->cnt; i++) {
+            e = q->elems[i].err;
+            out[i] = q->elems[i].offset;
+        }
+        rd_kafka_topic_partition_list_destroy(q);
+        if (!e)
+            return DP_OK;
+        int rc = restore_wait(p, r->deadline, "watermarks of", e);
+        if (rc != DP_OK)
             return rc;
     }
+}
+
+int restore_read_watermarks(proc *p, restore_reader *r, const rd_kafka_topic_partition_list_t *l, int64_t *lo,
+                            int64_t *hi)
+{
+    int rc = offsets_at(p, r, l, RD_KAFKA_OFFSET_BEGINNING, lo);
+    return rc == DP_OK ? offsets_at(p, r, l, RD_KAFKA_OFFSET_END, hi) : rc;
+}
+
+int restore_read_partition(proc *p, restore_reader *r, int32_t part, int64_t lo, int64_t hi, dp_bytes_map *latest,
+                           uint64_t *n_read)
+{
+    int rc = DP_OK;
     if (hi <= lo)
         return DP_OK;   /* empty: nothing to wait for, nothing to read */
     dp_log(DP_LOG_DEBUG, "restore: reading %s[%" PRId32 "] from offset %" PRId64 " up to %" PRId64,

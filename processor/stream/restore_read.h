@@ -24,14 +24,22 @@ typedef struct restore_reader {
 int  restore_reader_open(proc *p, restore_reader *r);
 void restore_reader_close(restore_reader *r);
 
-/* Read state partition `part` (that of updates partition `part`) from its
- * low watermark to an EOF at or past its high watermark as of now
+/* The low and high watermarks (lo[i], hi[i]) of the state partitions of
+ * the updates partitions in l, for all of them in two requests per leader
+ * (the high ones from the read_uncommitted client: for a read_committed
+ * one the broker answers the last stable offset). */
+int  restore_read_watermarks(proc *p, restore_reader *r, const rd_kafka_topic_partition_list_t *l, int64_t *lo,
+                             int64_t *hi);
+
+/* Read state partition `part` (that of updates partition `part`) from lo
+ * to an EOF at or past hi, its watermarks as of the restore's start
  * (read_committed: a predecessor's transaction still open is waited out,
  * never read) into *latest, newest value per key, tombstones deleting.
- * An empty partition costs two watermark queries and no fetch.  A record
- * that belongs to another partition is refused (ps_set_fatal).  *n_read:
- * the records read.  DP_ECANCELED on a stop request. */
-int  restore_read_partition(proc *p, restore_reader *r, int32_t part, dp_bytes_map *latest, uint64_t *n_read);
+ * Nothing is fetched when hi <= lo (an empty partition).  A record that
+ * belongs to another partition is refused (ps_set_fatal).  *n_read: the
+ * records read.  DP_ECANCELED on a stop request. */
+int  restore_read_partition(proc *p, restore_reader *r, int32_t part, int64_t lo, int64_t hi, dp_bytes_map *latest,
+                            uint64_t *n_read);
 
 /* Free the values of *latest (keeps the map). */
 void restore_latest_clear(dp_bytes_map *latest);
