@@ -214,6 +214,9 @@ static int take(proc *p, const rd_kafka_message_t *m, int32_t part, int64_t hi, 
 static int offsets_at(proc *p, restore_reader *r, const rd_kafka_topic_partition_list_t *l, int64_t when,
                       int64_t *out)
 {
+    if (l->cnt == 0)
+        return DP_OK;   /* an assignment of nothing (a standby instance, a cooperative round); librdkafka
+                           refuses an empty list */
     for (;;) {
         rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_new(l->cnt > 0 ? l->cnt : 1);
         for (int i = 0; i < l->cnt; i++)
