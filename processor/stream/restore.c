@@ -45,6 +45,147 @@ static int restore_decode(proc *p, dp_bytes_map *latest, const char *key, size_t
                                   p->o->noise_key, r, scratch, digests, err, errn);
 }
 
+/* Streams are pinned to partitions by key: partition = hash(stream id)
+ * mod count.  Under another count a stream's updates land in another
+ * partition, owned by an instance whose state does not know the stream: it
+ * would start it afresh and release its steps a second time with the same
+ * noise key, while the old state sat unused in the old partition.  Stop
+ * before consuming anything. */
+static int refuse_progress_count(proc *p, const dp_state_record *r)
+{
+    char msg[1100];
+    snprintf(msg, sizeof msg,
+             "the updates topic %s has %" PRId32 " partitions, but its state in %s was committed when it had "
+             "%" PRId32 ": every stream is pinned to the partition its id hashes to among %" PRId32 ", so "
+             "its updates would now land in partitions whose state does not know it, and its steps could "
+             "be released twice; stopping before consuming anything.  Kafka cannot take partitions away: "
+             "keep this deployment's state as it is and run the new partitioning as a new deployment — "
+             "another topics.prefix (new updates, output and state topics) with new stream ids or a new "
+             "noise key, as the same ids under the same key would reuse their noise; to leave room to "
+             "scale out, give the updates topic enough partitions from the start (topics.partitions)",
+             p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r->partition_count,
+             r->partition_count);
+    ps_set_fatal(p, "%s", msg);
+    p->fatal_refused = 1;
+    return DP_EINVAL;
+}
+
+/* One decoded snapshot: its stream, restored and added to p->streams
+ * (*digests, the snapshot's content chunks, is swapped into it). */
+static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
+{
+    const dp_stream_route *route = dp_stream_config_route(p->cfg, r->stream_id, r->stream_id_len);
+    if (!route || strcmp(route->synthesizer, r->synthesizer) != 0) {
+        ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
+                     "synthesizer; refusing to start it afresh (that would spend its budget twice)", r->stream_id);
+        p->fatal_refused = 1;
+        return DP_EINVAL;
+    }
+    ps_stream *s = ps_stream_new(p, r->stream_id, r->stream_id_len, route, r->partition);
+    if (!s)
+        return DP_ENOMEM;
+    dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
+    char err[512];
+    err[0] = '\0';
+    int rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r->state, r->state_len, err,
+                              sizeof err);
+    if (rc != DP_OK) {
+        ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
+        p->fatal_refused = 1;
+        ps_stream_free(s);
+        return rc;
+    }
+    dp_gate_init(&s->gate, s->synth, &route->gate);
+    s->step_opened_ms = ps_now_ms();   /* the step timer restarts with the instance */
+    s->skip_below = r->skip_below;
+    /* what its snapshot left on the topic: the next one builds on it */
+    dp_buf tmp = s->cas_digests;
+    s->cas_digests = *digests;
+    *digests = tmp;
+    s->index_chunks = r->chunk_count;
+    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+    if (!slot) {
+        ps_stream_free(s);
+        return DP_ENOMEM;
+    }
+    ps_stream_free(slot->value);
+    slot->value = s;
+    if (p->o->metrics)
+        dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
+                                   dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
+    dp_log_event(DP_LOG_DEBUG, "stream_restored", s->id, s->id_len, dp_synth_open_step(s->synth),
+                 "stream '%s' (%s) restored in partition %" PRId32 ": step %" PRIu64 " open, input below offset %"
+                 PRId64 " already in its snapshot", s->id, route->synthesizer, s->partition,
+                 dp_synth_open_step(s->synth), s->skip_below);
+    return DP_OK;
+}
+
+/* What a restore carries from one partition to the next. */
+typedef struct restore_run {
+    dp_bytes_map latest;     /* the partition being restored: newest value per key */
+    dp_buf       scratch;    /* an opened state */
+    dp_buf       digests;    /* a format-2 snapshot's chunk digests */
+    int64_t     *resume;     /* per element of the list: its progress record's offset, or NO_OFFSET */
+    uint64_t     restored;   /* streams */
+} restore_run;
+
+/* Every record of one partition's state, read into run->latest: progress
+ * records say where element idx (updates partition `part`) resumes,
+ * snapshots restore their streams. */
+static int restore_records(proc *p, restore_run *run, int idx, int32_t part)
+{
+    size_t topic_len = strlen(p->cfg->topic_updates);
+    dp_bytes_map *latest = &run->latest;
+    for (size_t k = 0; k < latest->cap; k++) {
+        restore_val *v = latest->slots[k].key ? latest->slots[k].value : NULL;
+        if (!v || dp_state_key_is_chunk(latest->slots[k].key, latest->slots[k].key_len))
+            continue;   /* chunks i > 0 are gathered through their chunk 0 */
+        dp_state_record r;
+        char err[512];
+        int rc = restore_decode(p, latest, latest->slots[k].key, latest->slots[k].key_len, v, &r, &run->scratch,
+                                &run->digests, err, sizeof err);
+        if (rc != DP_OK) {
+            ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
+            p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
+            return rc;
+        }
+        if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0 ||
+            r.partition != part)
+            continue;   /* (restore_read refuses another partition's records; a record that cannot say is refused above) */
+        if (r.kind == DP_STATE_PROGRESS && r.partition_count > 0 && r.partition_count != p->updates_partitions)
+            return refuse_progress_count(p, &r);
+        if (r.kind == DP_STATE_PROGRESS) {
+            p->parts[r.partition].dlq_below = r.position;
+            if (run->resume[idx] == NO_OFFSET || r.resume < run->resume[idx])
+                run->resume[idx] = r.resume;
+        } else if ((rc = restore_stream(p, &r, &run->digests)) != DP_OK) {
+            return rc;
+        } else {
+            run->restored++;
+        }
+    }
+    return DP_OK;
+}
+
+/* Each element's offset: where its progress record says, or (nothing of
+ * it ever committed) the beginning — restored streams still skip what
+ * their snapshots cover. */
+static void set_resume(proc *p, rd_kafka_topic_partition_list_t *l, const int64_t *resume)
+{
+    for (int i = 0; i < l->cnt; i++) {
+        l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
+        p->parts[l->elems[i].partition].resume = l->elems[i].offset;
+        if (resume[i] == NO_OFFSET)
+            dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
+                                   "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
+                                   p->cfg->topic_updates, l->elems[i].partition);
+        else
+            dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
+                                   "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
+                                   p->cfg->topic_updates, l->elems[i].partition, resume[i]);
+    }
+}
+
 /* Restore the streams of the partitions in `l` (marked assigned) and set
  * each element's offset to where consumption must resume. */
 static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
@@ -58,20 +199,18 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     }
     dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s", l->cnt,
                  p->cfg->topic_updates, p->cfg->topic_state);
-    dp_bytes_map latest;
-    dp_bytes_map_init(&latest);
+    restore_run run = {.restored = 0};
+    dp_bytes_map_init(&run.latest);
+    dp_buf_init(&run.scratch);
+    dp_buf_init(&run.digests);
     int rc = DP_OK;
-    dp_buf scratch, digests;
-    dp_buf_init(&scratch);
-    dp_buf_init(&digests);
-    size_t topic_len = strlen(p->cfg->topic_updates);
-    int64_t *resume = calloc((size_t)l->cnt, sizeof *resume);
+    run.resume = calloc((size_t)l->cnt + 1, sizeof *run.resume);
     int64_t *lo = calloc((size_t)l->cnt + 1, sizeof *lo), *hi = calloc((size_t)l->cnt + 1, sizeof *hi);
-    if (!resume || !lo || !hi)
+    if (!run.resume || !lo || !hi)
         rc = DP_ENOMEM;
-    for (int i = 0; i < l->cnt && resume; i++)
-        resume[i] = NO_OFFSET;
-    uint64_t restored = 0, n_read = 0;
+    for (int i = 0; i < l->cnt && run.resume; i++)
+        run.resume[i] = NO_OFFSET;
+    uint64_t n_read = 0;
     int n_read_parts = 0;
     restore_reader reader = {.rk = NULL};
     if (rc == DP_OK)
@@ -92,142 +231,30 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
      * restored partitions' state once (an empty one not at all). */
     for (int pi = 0; rc == DP_OK && pi < l->cnt; pi++) {
         uint64_t before = n_read;
-        rc = restore_read_partition(p, &reader, l->elems[pi].partition, lo[pi], hi[pi], &latest, &n_read);
+        rc = restore_read_partition(p, &reader, l->elems[pi].partition, lo[pi], hi[pi], &run.latest, &n_read);
         n_read_parts += n_read > before;
         if (rc == DP_OK && p->fatal)
             rc = DP_EINVAL;   /* a refused record (restore_read says which) */
-        for (size_t k = 0; rc == DP_OK && k < latest.cap; k++) {
-            restore_val *v = latest.slots[k].key ? latest.slots[k].value : NULL;
-            if (!v || dp_state_key_is_chunk(latest.slots[k].key, latest.slots[k].key_len))
-                continue;   /* chunks i > 0 are gathered through their chunk 0 */
-            dp_state_record r;
-            char err[512];
-            rc = restore_decode(p, &latest, latest.slots[k].key, latest.slots[k].key_len, v, &r, &scratch, &digests,
-                                err, sizeof err);
-            if (rc != DP_OK) {
-                ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
-                p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
-                break;
-            }
-            if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0)
-                continue;
-            if (r.kind == DP_STATE_PROGRESS && r.partition_count > 0 && r.partition_count != p->updates_partitions) {
-                /* Streams are pinned to partitions by key: partition = hash(stream
-                 * id) mod count.  Under another count a stream's updates land in
-                 * another partition, owned by an instance whose state does not
-                 * know the stream: it would start it afresh and release its steps
-                 * a second time with the same noise key, while the old state sat
-                 * unused in the old partition.  Stop before consuming anything. */
-                char msg[1100];
-                snprintf(msg, sizeof msg,
-                         "the updates topic %s has %" PRId32 " partitions, but its state in %s was committed when it had "
-                         "%" PRId32 ": every stream is pinned to the partition its id hashes to among %" PRId32 ", so "
-                         "its updates would now land in partitions whose state does not know it, and its steps could "
-                         "be released twice; stopping before consuming anything.  Kafka cannot take partitions away: "
-                         "keep this deployment's state as it is and run the new partitioning as a new deployment — "
-                         "another topics.prefix (new updates, output and state topics) with new stream ids or a new "
-                         "noise key, as the same ids under the same key would reuse their noise; to leave room to "
-                         "scale out, give the updates topic enough partitions from the start (topics.partitions)",
-                         p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r.partition_count,
-                         r.partition_count);
-                ps_set_fatal(p, "%s", msg);
-                p->fatal_refused = 1;
-                rc = DP_EINVAL;
-                break;
-            }
-            int idx = -1;
-            for (int i = 0; i < l->cnt; i++)
-                if (l->elems[i].partition == r.partition)
-                    idx = i;
-            if (idx < 0)
-                continue;
-            if (r.kind == DP_STATE_PROGRESS) {
-                p->parts[r.partition].dlq_below = r.position;
-                if (resume[idx] == NO_OFFSET || r.resume < resume[idx])
-                    resume[idx] = r.resume;
-                continue;
-            }
-            const dp_stream_route *route = dp_stream_config_route(p->cfg, r.stream_id, r.stream_id_len);
-            if (!route || strcmp(route->synthesizer, r.synthesizer) != 0) {
-                ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
-                             "synthesizer; refusing to start it afresh (that would spend its budget twice)",
-                          r.stream_id);
-                p->fatal_refused = 1;
-                rc = DP_EINVAL;
-                break;
-            }
-            ps_stream *s = ps_stream_new(p, r.stream_id, r.stream_id_len, route, r.partition);
-            if (!s) {
-                rc = DP_ENOMEM;
-                break;
-            }
-            dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
-            err[0] = '\0';
-            rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r.state, r.state_len, err,
-                                  sizeof err);
-            if (rc != DP_OK) {
-                ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
-                p->fatal_refused = 1;
-                ps_stream_free(s);
-                break;
-            }
-            dp_gate_init(&s->gate, s->synth, &route->gate);
-            s->step_opened_ms = ps_now_ms();   /* the step timer restarts with the instance */
-            s->skip_below = r.skip_below;
-            /* what its snapshot left on the topic: the next one builds on it */
-            dp_buf tmp = s->cas_digests;
-            s->cas_digests = digests;
-            digests = tmp;
-            s->index_chunks = r.chunk_count;
-            dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
-            if (!slot) {
-                ps_stream_free(s);
-                rc = DP_ENOMEM;
-                break;
-            }
-            ps_stream_free(slot->value);
-            slot->value = s;
-            restored++;
-            if (p->o->metrics)
-                dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
-                                           dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
-            dp_log_event(DP_LOG_DEBUG, "stream_restored", s->id, s->id_len, dp_synth_open_step(s->synth),
-                         "stream '%s' (%s) restored in partition %" PRId32 ": step %" PRIu64 " open, input below offset %"
-                         PRId64 " already in its snapshot", s->id, route->synthesizer, s->partition,
-                         dp_synth_open_step(s->synth), s->skip_below);
-        }
-        restore_latest_clear(&latest);
+        if (rc == DP_OK)
+            rc = restore_records(p, &run, pi, l->elems[pi].partition);
+        restore_latest_clear(&run.latest);
     }
     restore_reader_close(&reader);
     if (rc == DP_OK) {
-        for (int i = 0; i < l->cnt; i++) {
-            /* Without a progress record nothing of this partition was ever
-             * committed: start at the beginning (restored streams still skip
-             * what their snapshots cover). */
-            l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
-            p->parts[l->elems[i].partition].resume = l->elems[i].offset;
-            if (resume[i] == NO_OFFSET)
-                dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
-                                       "partition %s[%" PRId32 "]: nothing committed yet, starting at the beginning",
-                                       p->cfg->topic_updates, l->elems[i].partition);
-            else
-                dp_log_partition_event(DP_LOG_INFO, "partition_resume", l->elems[i].partition,
-                                       "partition %s[%" PRId32 "]: resuming at offset %" PRId64,
-                                       p->cfg->topic_updates, l->elems[i].partition, resume[i]);
-        }
+        set_resume(p, l, run.resume);
         dp_log_event(DP_LOG_INFO, "restore_done", NULL, 0, 0, "restored %" PRIu64 " stream(s) from %s (%" PRIu64
-                     " records read from %d of %d state partitions; the others empty)", restored, p->cfg->topic_state,
-                     n_read, n_read_parts, l->cnt);
+                     " records read from %d of %d state partitions; the others empty)", run.restored,
+                     p->cfg->topic_state, n_read, n_read_parts, l->cnt);
     }
-    free(resume);
+    free(run.resume);
     free(lo);
     free(hi);
-    if (scratch.data)
-        sodium_memzero(scratch.data, scratch.cap);
-    dp_buf_free(&scratch);
-    dp_buf_free(&digests);
-    restore_latest_clear(&latest);
-    dp_bytes_map_free(&latest);
+    if (run.scratch.data)
+        sodium_memzero(run.scratch.data, run.scratch.cap);
+    dp_buf_free(&run.scratch);
+    dp_buf_free(&run.digests);
+    restore_latest_clear(&run.latest);
+    dp_bytes_map_free(&run.latest);
     return rc;
 }
 
