@@ -4,8 +4,10 @@
 # restored at once and keeps running: its restore of no partitions reads
 # nothing and asks the broker nothing (librdkafka refuses an empty
 # ListOffsets), where it used to retry for 30 s and stop with "restoring
-# assigned partitions failed".  Then the worker is stopped and the standby
-# takes the partition over and releases the next step.
+# assigned partitions failed".  Which of the two the group gives the
+# partition is the assignor's choice; the other stands by.  Then the worker
+# is stopped and the standby takes the partition over and releases the
+# next step.
 # Usage: bash run_standby.sh /path/to/dpstream
 set -euo pipefail
 BIN=$(realpath "${1:?usage: run_standby.sh path/to/dpstream}")
@@ -56,23 +58,32 @@ until [ "$(releases)" -ge 1 ]; do
 done
 start b
 PID_B=$STARTED
-wait_log "$WORK/b.err" "assigned 0 partition" 30
-wait_log "$WORK/b.err" "restored 0 stream(s)" 5
+deadline=$((SECONDS + 30))
+until grep -q "assigned 0 partition" "$WORK/a.err" "$WORK/b.err"; do
+    [ $SECONDS -lt $deadline ] || { FAIL_LOGS=("$WORK/a.err" "$WORK/b.err"); fail "neither instance stood by within 30 s"; }
+    sleep 0.2
+done
+if grep -q "assigned 0 partition" "$WORK/b.err"; then
+    standby=b PID_S=$PID_B PID_W=$PID_A
+else
+    standby=a PID_S=$PID_A PID_W=$PID_B
+fi
+wait_log "$WORK/$standby.err" "restored 0 stream(s)" 5
 sleep 3
-kill -0 "$PID_B" 2> /dev/null || { FAIL_LOGS=("$WORK/b.err"); fail "the standby stopped"; }
-! grep -q "restoring assigned partitions failed\|cannot read watermarks" "$WORK/b.err" \
-    || { FAIL_LOGS=("$WORK/b.err"); fail "the standby's empty restore failed"; }
+kill -0 "$PID_S" 2> /dev/null || { FAIL_LOGS=("$WORK/$standby.err"); fail "the standby ($standby) stopped"; }
+! grep -q "restoring assigned partitions failed\|cannot read watermarks" "$WORK/$standby.err" \
+    || { FAIL_LOGS=("$WORK/$standby.err"); fail "the standby's empty restore failed"; }
 
 # the worker leaves; the standby takes over and releases step 2
-kill -TERM "$PID_A"
-wait "$PID_A" || fail "A exited $? after SIGTERM"
+kill -TERM "$PID_W"
+wait "$PID_W" || fail "the worker exited $? after SIGTERM"
 "$BIN" produce --config "$WORK/config.json" --input "$WORK/step2.jsonl" > /dev/null 2>&1 || fail "produce step 2"
 deadline=$((SECONDS + 60))
 until [ "$(releases)" -ge 2 ]; do
-    [ $SECONDS -lt $deadline ] || { FAIL_LOGS=("$WORK/b.err"); fail "the standby did not take over and release step 2"; }
+    [ $SECONDS -lt $deadline ] || { FAIL_LOGS=("$WORK/$standby.err"); fail "the standby did not take over and release step 2"; }
     sleep 1
 done
-grep -q "restored 1 stream(s)" "$WORK/b.err" || { FAIL_LOGS=("$WORK/b.err"); fail "the standby did not restore the stream"; }
-kill -TERM "$PID_B"
-wait "$PID_B" || fail "B exited $? after SIGTERM"
-echo "PASS run_standby: an instance assigned nothing restored at once and stood by, then took over and released step 2"
+grep -q "restored 1 stream(s)" "$WORK/$standby.err" || { FAIL_LOGS=("$WORK/$standby.err"); fail "the standby did not restore the stream"; }
+kill -TERM "$PID_S"
+wait "$PID_S" || fail "the standby exited $? after SIGTERM"
+echo "PASS run_standby: an instance assigned nothing ($standby) restored at once and stood by, then took over and released step 2"
