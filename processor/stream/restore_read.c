@@ -3,7 +3,8 @@
  * partition (state_layout.h), from its low watermark to an EOF at or past
  * the high watermark seen when it starts.  Nothing else of the topic is
  * read, so a restore costs what the restored partitions hold, not what the
- * topic holds, and an empty partition costs two watermark queries.
+ * topic holds, and an empty partition costs its share of the two
+ * ListOffsets rounds that give every restored partition's watermarks.
  *
  * Owns: the reader clients of a restore.  Calls: librdkafka,
  * state_record (which partition a record belongs to), state_layout. */
