@@ -23,6 +23,7 @@ int cmd_export(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_check_config(int argc, char **argv);
 int cmd_inspect_snapshot(int argc, char **argv);
+int cmd_migrate_state(int argc, char **argv);
 
 /* Exit codes of every subcommand (README "Exit codes"). */
 enum {

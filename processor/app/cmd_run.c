@@ -82,7 +82,7 @@ static void run_usage(FILE *f)
             "                        line: ts, level, event, stream, step, partition, msg)\n"
             "  --debug-commit-delay-ms MS  testing aid: pause inside each transaction before its\n"
             "                        commit (crash tests use it to kill mid-transaction)\n"
-            "  --debug-restore-delay-ms MS  testing aid: pause at the start of every restore\n"
+            "  --debug-restore-delay-ms MS  testing aid: pause inside every restore\n"
             "DPSTREAM_BOOTSTRAP_SERVERS overrides bootstrap.servers.  SIGTERM/SIGINT stop cleanly.\n");
 }
 

@@ -23,6 +23,7 @@ static const command COMMANDS[] = {
     {"load",    cmd_load,    "turn CSV or JSONL rows into updates (JSON lines file or Kafka)"},
     {"check-config", cmd_check_config, "validate a config as run/replay do and print each stream's privacy plan"},
     {"inspect-snapshot", cmd_inspect_snapshot, "decode the state topic's snapshots: ledger, open step, offsets"},
+    {"migrate-state", cmd_migrate_state, "copy a state topic into a new one co-partitioned with the updates topic"},
 };
 
 static void usage(FILE *f)

@@ -98,8 +98,8 @@ int dp_mock_start(dp_mock_harness **out, const char *topic_prefix, json_t *strea
     const char *topics[] = {h->cfg->topic_updates, h->cfg->topic_synthetic, h->cfg->topic_budget,
                             h->cfg->topic_dead_letter, h->cfg->topic_state};
     for (size_t i = 0; i < 5; i++) {
-        /* the state topic gets one partition like a real deployment's compacted topic would */
-        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(h->mcluster, topics[i], i == 4 ? 1 : partitions, 1);
+        /* the state topic has the updates topic's partitions, as `run` creates it (state_layout.h) */
+        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(h->mcluster, topics[i], partitions, 1);
         if (e) {
             rc = dp_err(errstr, errn, DP_EIO, "mock topic %s: %s", topics[i], rd_kafka_err2str(e));
             goto fail;

@@ -4,7 +4,9 @@
  *
  * Owns: txn_open, txn_begin_ms, committing, committer, commit_result, the
  * commit timing fields, need_rewind (set on an abortable error) and
- * rewinds_in_row (reset by a successful commit).  Calls: librdkafka's
+ * rewinds_in_row (reset by a successful commit).  A partition's progress
+ * record goes to the state topic's partition of the same number
+ * (state_layout.h).  Calls: librdkafka's
  * transactional API, state_record.h (progress records).  Everything that
  * produces (a dead letter, a close, a rebalance, shutdown) first waits for
  * a running commit (ps_commit_wait). */
@@ -180,12 +182,20 @@ static void *committer_main(void *arg)
         p->commit_flush_ms = ps_now_ms() - t0;
     }
     if (p->o->debug_commit_delay_ms > 0) {
+        /* what crash tests look for: a kill after this line and before the
+         * commit's lands inside a transaction open at the broker */
+        dp_log_event(DP_LOG_INFO, "txn_held", NULL, 0, 0, "transaction open at the broker with its outputs "
+                     "written; holding it %" PRId64 " ms before committing (--debug-commit-delay-ms)",
+                     p->o->debug_commit_delay_ms);
         struct timespec ts = {.tv_sec = p->o->debug_commit_delay_ms / 1000,
                               .tv_nsec = (long)(p->o->debug_commit_delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
     p->commit_result = rd_kafka_commit_transaction(p->producer, KAFKA_TIMEOUT_MS);
     p->commit_done_ms = ps_now_ms();
+    if (p->o->debug_commit_delay_ms > 0)   /* the end of what txn_held began, for the crash tests */
+        dp_log_event(DP_LOG_INFO, "txn_held_end", NULL, 0, 0, "held transaction %s",
+                     p->commit_result ? "failed to commit" : "committed");
     return NULL;
 }
 
@@ -222,7 +232,7 @@ int ps_txn_commit(proc *p, int wait)
                           p->cfg->topic_updates, i);
         p->enc.len = 0;
         if ((rc = dp_state_encode_progress(&r, &p->enc)) == DP_OK)
-            rc = ps_produce(p, p->producer, p->cfg->topic_state, RD_KAFKA_PARTITION_UA, "Progress", key, (size_t)kl,
+            rc = ps_produce(p, p->producer, p->cfg->topic_state, i, "Progress", key, (size_t)kl,
                          p->enc.data, p->enc.len);
         rd_kafka_topic_partition_list_add(offs, p->cfg->topic_updates, i)->offset = c;
     }

@@ -27,6 +27,7 @@
 #include "stream/consume_loop.h"
 #include "stream/kafka_util.h"
 #include "stream/rebalance.h"
+#include "stream/state_layout.h"
 
 const char *const dp_processor_consumer_defaults[][2] = {{"queued.min.messages", "1000000"},
                                                          {"queued.max.messages.kbytes", "524288"}};
@@ -77,14 +78,23 @@ int dp_processor_transactional_id(const char *group_id, const char *instance_id,
 /* Create the topics that are missing — the updates topic too, so that it
  * gets the configured partitions rather than whatever a producer's
  * auto-creation would give it — with "topics.partitions" and
- * "topics.replication_factor" (the state topic compacted). */
+ * "topics.replication_factor"; then the compacted state topic with as many
+ * partitions as the updates topic has (it may predate this configuration):
+ * state partition i holds updates partition i's state (state_layout.h). */
 static int create_topics(proc *p, char *errstr, size_t errn)
 {
     const dp_stream_config *c = p->cfg;
     dp_topic_spec specs[] = {dp_kafka_topic_spec(c, c->topic_updates, 0), dp_kafka_topic_spec(c, c->topic_synthetic, 0),
-                             dp_kafka_topic_spec(c, c->topic_budget, 0), dp_kafka_topic_spec(c, c->topic_dead_letter, 0),
-                             dp_kafka_topic_spec(c, c->topic_state, 1)};
-    return dp_kafka_create_topics(p->producer, specs, sizeof specs / sizeof specs[0], KAFKA_TIMEOUT_MS, errstr, errn);
+                             dp_kafka_topic_spec(c, c->topic_budget, 0), dp_kafka_topic_spec(c, c->topic_dead_letter, 0)};
+    int rc = dp_kafka_create_topics(p->producer, specs, sizeof specs / sizeof specs[0], KAFKA_TIMEOUT_MS, errstr, errn);
+    int32_t n = 0;
+    if (rc == DP_OK)
+        rc = dp_kafka_topic_partitions(p->producer, c->topic_updates, KAFKA_TIMEOUT_MS, &n, errstr, errn);
+    if (rc != DP_OK)
+        return rc;
+    dp_topic_spec state = dp_kafka_topic_spec(c, c->topic_state, 1);
+    state.partitions = (int)n;
+    return dp_kafka_create_topics(p->producer, &state, 1, KAFKA_TIMEOUT_MS, errstr, errn);
 }
 
 /* Delivery reports of the transactional producer.  A failed delivery
@@ -165,6 +175,11 @@ static int setup(proc *p, char *errstr, size_t errn)
     if (rc != DP_OK)
         return rc;
     rc = p->o->skip_create_topics ? DP_OK : create_topics(p, errstr, errn);
+    /* Before any state is read or written: same partition counts, and a
+     * state topic of this layout (or a new one, marked now). */
+    if (rc == DP_OK)
+        rc = dp_state_layout_check(p->cfg, p->o->bootstrap_override, p->producer, p->marker_producer, p->instance_id,
+                                   errstr, errn);
     if (rc != DP_OK)
         return rc;
     /* Fences any zombie with the same transactional.id and aborts its open

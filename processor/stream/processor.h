@@ -119,13 +119,16 @@ typedef struct dp_processor_options {
     int64_t       progress_interval_ms;   /* info log period (0: never) */
     int64_t       dlq_commit_ms;          /* commit pending dead letters at least this often */
     int64_t       debug_commit_delay_ms;  /* testing aid: pause inside every transaction before
-                                             committing, so a kill -9 lands mid-transaction */
+                                             committing (its outputs flushed; event txn_held), so
+                                             a kill -9 lands mid-transaction */
     volatile sig_atomic_t *stop;          /* set by a signal handler: shut down cleanly */
     size_t        snapshot_chunk_bytes;   /* max bytes of a content chunk and of a manifest piece
                                              (state_cas.h; 0: the default) */
     dp_metrics   *metrics;                /* NULL: none (`--http` off); see metrics.h */
-    int64_t       debug_restore_delay_ms; /* testing aid: pause at the start of every restore, so
-                                             a test sees /readyz answer 503 */
+    int64_t       debug_restore_delay_ms; /* testing aid: pause inside every restore (after
+                                             restore_start, its readers connected, before it
+                                             reads), so a test sees /readyz answer 503 or
+                                             kills it mid-restore */
     int64_t       connect_timeout_ms;     /* give up when no broker answers this long (0: the
                                              default, DP_KAFKA_DEFAULT_CONNECT_TIMEOUT_MS) */
     dp_registry  *registry;               /* NULL: none; else the config's schema registry, after

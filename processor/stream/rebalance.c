@@ -116,6 +116,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
                          void *opaque)
 {
     proc *p = opaque;
+    int64_t t0 = ps_now_ms();   /* the callback's time: what the partitions that stay wait */
     p->generation++;
     p->n_input_partitions = 0;   /* the topic may have grown: ask again */
     ps_commit_wait(p);   /* a restore reads the state topic this commit writes */
@@ -146,8 +147,9 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
             ps_set_fatal(p, "incremental assign failed: %s", rd_kafka_error_string(e));
             rd_kafka_error_destroy(e);
         }
-        dp_log_event(DP_LOG_INFO, "rebalance_assign", NULL, 0, 0, "assigned %d partition(s) of %s", parts->cnt,
-                     p->cfg->topic_updates);
+        dp_log_event(DP_LOG_INFO, "rebalance_assign", NULL, 0, 0, "assigned %d partition(s) of %s (%s; callback "
+                     "%" PRId64 " ms)", parts->cnt, p->cfg->topic_updates, cooperative ? "incremental" : "eager",
+                     ps_now_ms() - t0);
         count_assigned(p);
         return;
     }
@@ -173,7 +175,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
     } else {
         rd_kafka_assign(rk, NULL);
     }
-    dp_log_event(DP_LOG_INFO, "rebalance_revoke", NULL, 0, 0, "revoked %d partition(s) of %s", parts->cnt,
-                 p->cfg->topic_updates);
+    dp_log_event(DP_LOG_INFO, "rebalance_revoke", NULL, 0, 0, "revoked %d partition(s) of %s (%s; callback %" PRId64
+                 " ms)", parts->cnt, p->cfg->topic_updates, cooperative ? "incremental" : "eager", ps_now_ms() - t0);
     count_assigned(p);
 }

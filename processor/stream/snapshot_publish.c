@@ -3,7 +3,9 @@
  * manifest with the chunk count and BLAKE2b checksum) and the budget event,
  * through the synthesizer's release sink, and the stream's snapshot:
  * incremental (state_cas.h), in records of at most --snapshot-chunk-bytes
- * of state (state_record.h: keys; sealed when a state key is set).
+ * of state (state_record.h: keys; sealed when a state key is set), all in
+ * the state topic's partition of the stream's updates partition
+ * (state_layout.h: a restore reads only its own partitions).
  *
  * Owns: closing, closing_step, chunk_index, chunk, cksum (the release
  * being written), and uses enc as scratch.  Calls: the codec, state_record,
@@ -186,7 +188,7 @@ static int emit_snapshot_chunk(void *ctx, uint32_t index, uint32_t count, const 
         dp_log(DP_LOG_DEBUG, "snapshot of stream '%s': manifest piece %" PRIu32 " of %" PRIu32 " (%zu bytes)",
                e->s->id, index, count, enc->len);
     e->bytes += e->key.len + enc->len;
-    return ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
+    return ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, e->s->partition,
                       dp_codec_type_name(DP_CODEC_SNAPSHOT), e->key.data, e->key.len, enc->data, enc->len);
 }
 
@@ -198,7 +200,7 @@ static int emit_content(void *ctx, const uint8_t *key, size_t key_len, const uin
     if (rc != DP_OK)
         return rc;
     e->bytes += key_len + val_len;
-    return ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, RD_KAFKA_PARTITION_UA, DP_STATE_CHUNK_TYPE, key,
+    return ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, e->s->partition, DP_STATE_CHUNK_TYPE, key,
                       key_len, val, val_len);
 }
 
@@ -210,7 +212,7 @@ static int tombstone_index_keys(snapshot_emit *e, uint32_t from, uint32_t to)
     int rc = DP_OK;
     for (uint32_t i = from > 1 ? from : 1; rc == DP_OK && i < to; i++)
         if ((rc = dp_state_snapshot_key(e->s->id, e->s->id_len, i, &e->key)) == DP_OK)
-            rc = ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, RD_KAFKA_PARTITION_UA,
+            rc = ps_produce(e->p, e->p->producer, e->p->cfg->topic_state, e->s->partition,
                             dp_codec_type_name(DP_CODEC_SNAPSHOT), e->key.data, e->key.len, NULL, 0);
     return rc;
 }

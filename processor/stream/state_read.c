@@ -33,10 +33,21 @@ static void free_value(dp_state_piece *v)
 static int drop_all(void *v, void *ctx) { (void)v; (void)ctx; return 0; }
 static void drop_value(void *v, void *ctx) { (void)ctx; free_value(v); }
 
+void dp_state_read_clear(dp_bytes_map *m) { dp_bytes_map_filter(m, drop_all, drop_value, NULL); }
+
 void dp_state_read_free(dp_bytes_map *m)
 {
-    dp_bytes_map_filter(m, drop_all, drop_value, NULL);
+    dp_state_read_clear(m);
     dp_bytes_map_free(m);
+}
+
+void dp_state_read_forget(dp_bytes_map *m, const void *key, size_t key_len)
+{
+    dp_bytes_map_slot *s = dp_bytes_map_find(m, key, key_len);
+    if (s) {
+        free_value(s->value);
+        s->value = NULL;
+    }
 }
 
 const dp_state_piece *dp_state_read_lookup(void *map, const void *key, size_t key_len)
@@ -45,8 +56,7 @@ const dp_state_piece *dp_state_read_lookup(void *map, const void *key, size_t ke
     return s ? s->value : NULL;
 }
 
-/* Newest value wins; a NULL payload (tombstone) deletes. */
-static int keep_newest(dp_bytes_map *out, const rd_kafka_message_t *m)
+int dp_state_read_keep_newest(dp_bytes_map *out, const rd_kafka_message_t *m)
 {
     dp_bytes_map_slot *s = dp_bytes_map_upsert(out, m->key, m->key_len);
     if (!s)
@@ -146,7 +156,7 @@ int dp_state_read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_s
                 rc = dp_err(errstr, errstr_size, DP_EIO, "reading state topic %s: %s", cfg->topic_state,
                             rd_kafka_message_errstr(m));
         } else if (m->key && (!keep || keep(ctx, m->key, m->key_len))) {
-            rc = keep_newest(out, m);
+            rc = dp_state_read_keep_newest(out, m);
         }
         rd_kafka_message_destroy(m);
     }

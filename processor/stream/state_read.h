@@ -11,6 +11,7 @@
 #ifndef DP_STREAM_STATE_READ_H
 #define DP_STREAM_STATE_READ_H
 
+#include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
 #include "core/bytes_map.h"
@@ -34,5 +35,15 @@ const dp_state_piece *dp_state_read_lookup(void *map, const void *key, size_t ke
 
 /* Free the values (their bytes wiped: they are private state) and the map. */
 void dp_state_read_free(dp_bytes_map *m);
+/* The same, keeping the (empty) map. */
+void dp_state_read_clear(dp_bytes_map *m);
+
+/* The step both readers take per message (the processor's restore reads
+ * differently but keeps its records the same way): the message's value
+ * (copied) becomes the newest under its key, a NULL payload (tombstone)
+ * deletes.  DP_OK or DP_ENOMEM. */
+int dp_state_read_keep_newest(dp_bytes_map *out, const rd_kafka_message_t *m);
+/* Forget the value under key (superseded by a record that is not kept). */
+void dp_state_read_forget(dp_bytes_map *m, const void *key, size_t key_len);
 
 #endif

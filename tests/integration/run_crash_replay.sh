@@ -2,20 +2,35 @@
 # run_crash_replay.sh — crash equivalence on the real broker (docs/design.md §2):
 # kill -9 the processor at >= 10 random points, many of them inside an
 # open transaction (--debug-commit-delay-ms keeps every transaction open
-# for a while after its outputs are written), restart it each time with the
-# same instance id; the committed outputs must be byte-identical to those
-# of an uninterrupted run over the same input topic — per key, the unit
-# Kafka orders (every release and budget line of each stream, every dead
-# letter of each input partition, in order).
+# for a while after its outputs are written), one in the middle of a
+# restore (--debug-restore-delay-ms holds it open) and one right after a
+# commit, before the next snapshot; restart it each time with the same
+# instance id; the committed outputs must be byte-identical to those of an
+# uninterrupted run over the same input topic — per key, the unit Kafka
+# orders (every release and budget line of each stream, every dead letter
+# of each input partition, in order).
+#
+# The kills must bite, and the test measures that they did from each
+# incarnation's log (events, log.h): at least a third of the killed
+# incarnations resumed from committed offsets (partition_resume "resuming
+# at offset"), at least one was killed inside a transaction open at the
+# broker (its last txn_held has no txn_held_end after it), the restore
+# kill landed between restore_start and restore_done, and the commit kill
+# after a txn_held_end with no txn_held after it.  Otherwise it fails —
+# e.g. when every kill lands before its incarnation's restore is done
+# (DPSTREAM_CRASH_RUN_OPTS="--debug-restore-delay-ms 5000" makes that
+# happen: the restore cost every start ~4 s before issue 42).
 #
 # Both runs read ONE updates topic (config "topics.updates") and write to
 # their own output topics (different prefixes and groups), so they see
 # exactly the same input log.  Also checks: the crash run never releases a
 # step twice (export), and both equal `dpstream replay` stream by stream.
-# Kill delays come from $RANDOM (seeded, printed), counted from each
-# start's partition assignment; they decide only when the kill happens,
-# never an output.  At least one restart must resume from a committed
-# offset, else nothing was interrupted.
+# Kill delays come from $RANDOM (seeded, printed); they decide only when
+# the kill happens, never an output.
+# Knobs: DPSTREAM_CRASH_KILLS (12), DPSTREAM_CRASH_SEED, DPSTREAM_CRASH_MIN_MS
+# and DPSTREAM_CRASH_SPAN_MS (random kills MIN .. MIN+SPAN ms after each
+# start: 300, 3000), DPSTREAM_CRASH_RUN_OPTS (more `run` options for the
+# randomly killed incarnations).
 # Usage: bash run_crash_replay.sh /path/to/dpstream   (from the repo root)
 set -euo pipefail
 BIN=$(realpath "${1:?usage: run_crash_replay.sh path/to/dpstream}")
@@ -23,6 +38,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/integration/lib/prelude.sh"
 
 KILLS=${DPSTREAM_CRASH_KILLS:-12}
+MIN_MS=${DPSTREAM_CRASH_MIN_MS:-300}
+SPAN_MS=${DPSTREAM_CRASH_SPAN_MS:-3000}
+read -r -a RUN_OPTS <<< "${DPSTREAM_CRASH_RUN_OPTS:-}"
+[ "$KILLS" -ge 6 ] || fail "DPSTREAM_CRASH_KILLS must be >= 6"
 RANDOM=${DPSTREAM_CRASH_SEED:-4242}
 SUFFIX=$(cut -c1-8 /proc/sys/kernel/random/uuid)
 INPUT_TOPIC=it-crash-$SUFFIX.updates
@@ -147,12 +166,35 @@ done
 "$BIN" produce --config "$WORK/ref.json" --input "$WORK/input.jsonl" --partitions 3 --raw-invalid \
     > /dev/null 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
 
-start() {   # $1 = config name
-    "$BIN" run --config "$WORK/$1.json" --key-hex "$KEY" --instance-id "$1" --chunk-records 16 \
-        --idle-timeout-ms 0 --progress-ms 5000 --dlq-commit-ms 200 --debug-commit-delay-ms 150 \
-        >> "$WORK/run.out" 2>> "$WORK/run.err" &
+start() {   # $1 = config name, $2 = this incarnation's log, $3.. = more options
+    local c=$1 log=$2
+    shift 2
+    "$BIN" run --config "$WORK/$c.json" --key-hex "$KEY" --instance-id "$c" --chunk-records 16 \
+        --idle-timeout-ms 0 --progress-ms 5000 --dlq-commit-ms 200 --debug-commit-delay-ms 150 "$@" \
+        >> "$WORK/run.out" 2> "$log" &
     RUN_PID=$!
+    FAIL_LOGS=("$log")
 }
+wait_log() {   # $1 = log, $2 = pattern: wait (30 s at most) until the log has it
+    local deadline=$((SECONDS + 30))
+    until grep -q "$2" "$1"; do
+        kill -0 "$RUN_PID" 2>/dev/null || fail "processor exited before logging '$2'"
+        [ $SECONDS -lt $deadline ] || fail "'$2' not logged within 30 s"
+        sleep 0.02
+    done
+}
+kill_now() {
+    kill -KILL "$RUN_PID" 2>/dev/null || true
+    wait "$RUN_PID" 2>/dev/null || true
+    RUN_PID=
+}
+# What a killed incarnation's log says about where its kill landed.
+resumed() { grep -q "resuming at offset" "$1"; }
+last_txn_mark() {   # "holding" (txn_held) or "held tr" (txn_held_end), whichever came last
+    grep -o 'holding it [0-9]* ms\|held transaction' "$1" | tail -1 | cut -c1-7
+}
+in_open_txn() { [ "$(last_txn_mark "$1")" = holding ]; }
+restore_done() { grep -q "restored [0-9]* stream(s)" "$1"; }
 released() {   # $1 = config name; prints the number of committed manifests
     local rc=0
     "$BIN" export --config "$WORK/$1.json" --out "$WORK/out-$1" --dead-letters "$WORK/out-$1.dl.jsonl" > /dev/null 2>> "$WORK/export.err" || rc=$?
@@ -179,48 +221,72 @@ finish() {   # $1 = config name: wait for all releases and dead letters, stop cl
 }
 
 # --- the uninterrupted reference run ------------------------------------------------
-start ref
+start ref "$WORK/ref.err"
 finish ref
 
 # --- the crashing run -----------------------------------------------------------------
-assigned() { grep -c "assigned [1-9][0-9]* partition" "$WORK/run.err" || true; }
-kills=0
+# Kill RESTORE_KILL lands mid-restore, kill COMMIT_KILL right after a commit;
+# the others at random.  The commit kill watches the log for the end of a
+# commit and kills at once; if the next transaction got its outputs to the
+# broker meanwhile (a busy input closes steps back to back), that kill is a
+# kill inside an open transaction, and the next incarnation tries again (at
+# most 5 times).
+COMMIT_KILL=2 commit_tries=0 commit_killed=0
+RESTORE_KILL=$((KILLS / 2))
+kills=0 n_resumed=0 n_in_txn=0 n_before_restore=0
 delays=()
-while [ "$kills" -lt "$KILLS" ]; do
-    before=$(assigned)
-    start crash
-    # The delay counts from the assignment (the restore done), not from the
-    # start: joining the group takes seconds, and delays counted from the
-    # start all fell before the first commit (the crash run was then an
-    # uninterrupted run).  0.3 .. 3.3 s: mostly open transactions.
-    deadline=$((SECONDS + 60))
-    until [ "$(assigned)" -gt "$before" ]; do
-        kill -0 "$RUN_PID" 2>/dev/null || fail "crash: processor exited before its assignment"
-        [ $SECONDS -lt $deadline ] || fail "crash: no assignment within 60 s"
-        sleep 0.05
-    done
-    d=$((300 + RANDOM % 3000))
-    delays+=("$d")
-    sleep "$(printf '%d.%03d' $((d / 1000)) $((d % 1000)))"
-    kill -KILL "$RUN_PID" 2>/dev/null || true
-    wait "$RUN_PID" 2>/dev/null || true
-    RUN_PID=
+while [ "$kills" -lt "$KILLS" ] || [ "$commit_killed" -eq 0 ]; do
     kills=$((kills + 1))
+    log=$WORK/crash-$kills.err
+    if [ "$kills" -eq "$RESTORE_KILL" ]; then
+        start crash "$log" --debug-restore-delay-ms 3000
+        wait_log "$log" 'restoring [0-9]* partition'
+        sleep 0.5
+        kill_now
+        ! restore_done "$log" || fail "kill $kills: meant to land mid-restore, but the restore was done"
+        what="during its restore"
+    elif [ "$kills" -eq "$COMMIT_KILL" ]; then
+        start crash "$log"
+        wait_log "$log" 'held transaction committed'
+        kill_now
+        commit_tries=$((commit_tries + 1))
+        if [ "$(last_txn_mark "$log")" = "held tr" ]; then
+            commit_killed=1
+            what="right after a commit, before the next snapshot"
+        else
+            [ "$commit_tries" -lt 5 ] || fail "5 kills meant to land between a commit and the next snapshot all found the next transaction open"
+            COMMIT_KILL=$((kills + 1))
+            [ "$COMMIT_KILL" -ne "$RESTORE_KILL" ] || COMMIT_KILL=$((COMMIT_KILL + 1))
+            what="right after a commit (the next transaction was already open: again at kill $COMMIT_KILL)"
+        fi
+    else
+        start crash "$log" "${RUN_OPTS[@]}"
+        d=$((MIN_MS + RANDOM % SPAN_MS))
+        delays+=("$d")
+        sleep "$(printf '%d.%03d' $((d / 1000)) $((d % 1000)))"
+        kill_now
+        what="after $d ms"
+    fi
+    where=
+    if resumed "$log"; then n_resumed=$((n_resumed + 1)); where+=" resumed from committed offsets;"; fi
+    if in_open_txn "$log"; then n_in_txn=$((n_in_txn + 1)); where+=" inside an open transaction;"; fi
+    if ! restore_done "$log"; then n_before_restore=$((n_before_restore + 1)); where+=" before its restore was done;"; fi
     n=$(released crash)
-    echo "kill $kills after ${d} ms: $n of $EXPECT steps committed"
+    echo "kill $kills $what:${where:- idle;} $n of $EXPECT steps committed"
 done
-start crash
+echo "kills: $kills; incarnations that resumed from committed offsets: $n_resumed;" \
+     "killed inside an open transaction: $n_in_txn; killed before their restore was done: $n_before_restore"
+# Kills that never interrupt work prove nothing: fail the run if they did not bite.
+[ $((3 * n_resumed)) -ge "$kills" ] \
+    || fail "only $n_resumed of $kills killed incarnations resumed from committed offsets (need a third): the kills did not bite"
+[ "$n_in_txn" -ge 1 ] || fail "no kill landed inside a transaction open at the broker: the kills did not bite"
+start crash "$WORK/crash-final.err"
 finish crash
 for c in ref crash; do
     "$BIN" export --config "$WORK/$c.json" --out "$WORK/out-$c" --dead-letters "$WORK/out-$c.dl.jsonl" > /dev/null 2> "$WORK/export.err" \
         || { cat "$WORK/export.err" >&2; fail "$c: export found an inconsistent or partial release"; }
 done
-echo "kill delays (ms): ${delays[*]}"
-mid=$(grep -c "resuming at offset" "$WORK/run.err" || true)
-echo "restores that resumed from a committed offset: $mid"
-# if every kill fell before the first commit, the crash run was an
-# uninterrupted run and the comparison below would test nothing
-[ "$mid" -ge 1 ] || fail "no restart resumed from a committed offset: no kill fell after a commit"
+echo "random kill delays (ms): ${delays[*]}"
 
 # Kafka orders messages per partition, i.e. per key: a stream's releases
 # and budget events (key = stream id) have a fixed order, while how
@@ -254,4 +320,4 @@ for f in ("releases.jsonl", "budget.jsonl"):
         print(f"{f} differs from replay"); ok = False
 sys.exit(0 if ok else 1)
 EOF
-echo "PASS run_crash_replay: $KILLS kills -9, $EXPECT releases and $EXPECT_DLQ dead letters byte-identical (per stream) to the uninterrupted run"
+echo "PASS run_crash_replay: $kills kills -9 ($n_resumed resumed from committed offsets, $n_in_txn inside an open transaction, one mid-restore, one between a commit and the next snapshot), $EXPECT releases and $EXPECT_DLQ dead letters byte-identical (per stream) to the uninterrupted run"

@@ -234,7 +234,9 @@ c = json.load(open(f"{w}/config.json"))
 c["topics"]["updates"] = c["topics"]["prefix"] + ".updates-v2"
 json.dump(c, open(f"{w}/config2.json", "w"))
 EOF
-"$BIN" produce --config "$WORK/config2.json" --input "$WORK/win_a.jsonl" --partitions 1 > /dev/null 2>&1 \
+# as many partitions as the state topic (a differing count is refused
+# before any state is read: run_partition_change.sh)
+"$BIN" produce --config "$WORK/config2.json" --input "$WORK/win_a.jsonl" --partitions 4 > /dev/null 2>&1 \
     || fail "produce to the renamed updates topic"
 refused "changed updates topic" "$WORK/topic2.err" \
     "$BIN" run --config "$WORK/config2.json" --key-hex "$KEY" --instance-id e2e2 --idle-timeout-ms 0

@@ -7,6 +7,10 @@
 # state topic.  The committed outputs must equal `dpstream replay` stream
 # by stream: every step released exactly once, nothing lost, nothing
 # doubled.
+# With DPSTREAM_FAILOVER_STRATEGY=cooperative-sticky (run_failover_cooperative.sh)
+# both use that partition.assignment.strategy, and B's join must move
+# partitions without revoking or restoring the ones A keeps: A restores
+# once (at its start) and has fewer than 4 partitions revoked.
 # Usage: bash run_failover.sh /path/to/dpstream   (from the repo root)
 set -euo pipefail
 BIN=$(realpath "${1:?usage: run_failover.sh path/to/dpstream}")
@@ -18,12 +22,13 @@ FAIL_LOGS=("$WORK/a.err" "$WORK/b.err")
 
 SUFFIX=$(cut -c1-8 /proc/sys/kernel/random/uuid)
 PREFIX=it-failover-$SUFFIX
+STRATEGY=${DPSTREAM_FAILOVER_STRATEGY:-}
 KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
 SEED=fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11fa11
 cat > "$WORK/config.json" <<EOF
 {"topics": {"prefix": "$PREFIX"},
  "kafka": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000",
-           "transaction.timeout.ms": "10000"},
+           "transaction.timeout.ms": "10000"${STRATEGY:+, \"partition.assignment.strategy\": \"$STRATEGY\"}},
  "streams": [
    {"prefix": "win/", "synthesizer": "window",
     "config": {"horizon": 8, "k": 2, "categories": 2, "rho": 0.5}},
@@ -106,6 +111,14 @@ until grep -q "assigned [1-9][0-9]* partition" "$WORK/b.err" 2>/dev/null; do
     sleep 1
 done
 grep -q "revoked" "$WORK/a.err" || fail "A never had partitions revoked when B joined"
+if [ -n "$STRATEGY" ]; then
+    sleep 2   # the second round of a cooperative rebalance
+    [ "$(grep -c "restoring [1-9][0-9]* partition" "$WORK/a.err")" -eq 1 ] \
+        || fail "$STRATEGY: A restored partitions again when B joined"
+    grep -q "revoked [123] partition(s) .*(incremental" "$WORK/a.err" \
+        || fail "$STRATEGY: A did not have only some partitions revoked"
+    grep -o "revoked [0-9]* partition(s) [^\"]*callback [0-9]* ms" "$WORK/a.err" | head -1
+fi
 n_before=$(released)
 [ "$n_before" -lt "$EXPECT" ] || fail "everything was released before the failover; nothing tested"
 kill -KILL "$PID_A"

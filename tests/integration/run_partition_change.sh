@@ -5,7 +5,8 @@
 #   * the processor releases a step of two streams on a 2-partition topic;
 #   * the topic grows to 3 partitions while it runs: on the rebalance that
 #     follows, it stops before consuming anything more — exit 5, a message
-#     naming the topic, the old and the new count and what to do;
+#     naming the topics, both counts (the state topic keeps the old one:
+#     state partition i holds updates partition i's state) and what to do;
 #   * a restart refuses the same way at once, and nothing was released
 #     after the change.
 # Needs the broker of scripts/kafka-local.sh and kafka_admin (built next to
@@ -59,7 +60,7 @@ done
 wait "$RUN_PID" || rc=$?
 RUN_PID=
 [ $rc -eq 5 ] || fail "processor exited $rc after the partition count changed, want 5"
-want="the updates topic $PREFIX.updates has 3 partitions, but its state in $PREFIX.state was committed when it had 2"
+want="the updates topic $PREFIX.updates has 3 partitions, but the state topic $PREFIX.state has 2"
 grep -qF "$want" "$WORK/run.err" || fail "no message naming the topic and both counts"
 grep -q "run the new partitioning as a new deployment .* topics.prefix" "$WORK/run.err" \
     || fail "the message does not say what to do"

@@ -188,13 +188,16 @@ EOF
 # --- a content chunk missing from the topic: the restore refuses, naming it ---------
 PY=${DPSTREAM_PYENV:-${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}/pyenv}/bin/python3
 PYTHONPATH="$WORK" "$PY" - "$BOOT" "$PREFIX.state" "$WORK/state.keys" <<'EOF' || fail "could not delete a chunk"
-import sys
+import sys, zlib
 from confluent_kafka import Producer
 from state_keys import newest_per_key
 newest = newest_per_key(sys.argv[3])
 victim = sorted(k for k, n in newest.items() if k.startswith(b"win/a\xff") and len(k) == 5 + 33 and n >= 0)[0]
 p = Producer({"bootstrap.servers": sys.argv[1]})
-p.produce(sys.argv[2], key=victim, value=None)
+# into win/a's state partition: that of its updates partition (the default
+# partitioner, crc32 of the stream id; state_layout.h)
+n = len(p.list_topics(sys.argv[2], timeout=20).topics[sys.argv[2]].partitions)
+p.produce(sys.argv[2], key=victim, value=None, partition=zlib.crc32(b"win/a") % n)
 sys.exit(1 if p.flush(30) else 0)
 EOF
 rc=0
