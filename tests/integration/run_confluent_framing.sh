@@ -122,7 +122,7 @@ check_topic() {   # $1 = topic; every partition, up to 40 messages each
             [ "$size" -gt 0 ] || continue
             type=${hdr#dpstream.type=}
             # internal, not Avro: never framed (README, Headers and keys)
-            case $type in Progress | SnapshotChunk) continue ;; esac
+            case $type in Progress | SnapshotChunk | Layout) continue ;; esac
             [ -n "${ID[$type]:-}" ] || fail "$topic[$p]@$off: unexpected header '$hdr'"
             head=$(kcat -b "$BOOT" -C -t "$topic" -p "$p" -o "$off" -c 1 -e -q -f '%s' 2>/dev/null | head -c 5 | xxd -p)
             [ "$head" = "$(want_hex "${ID[$type]}")" ] \
