@@ -52,6 +52,12 @@ int cli_log_format_option(const char *cmd, int argc, char **argv);
  * their ids into cfg (dp_registry_setup), for commands that only need the
  * ids.  0, or -1 after printing the registry's error. */
 int cli_registry_ids(const char *cmd, dp_stream_config *cfg, int read_only);
+/* For the commands that read dpstream's topics (inspect-snapshot,
+ * migrate-state): the schema ids looked up (cli_registry_ids, read only)
+ * and a codec for cfg's framing in *out.  CLI_EXIT_OK, or the exit status
+ * after printing why (CLI_EXIT_KAFKA: the registry; CLI_EXIT_FAILED). */
+struct dp_codec;
+int cli_reader_codec(const char *cmd, dp_stream_config *cfg, struct dp_codec **out);
 int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_i64(const char *s, int64_t *out);
 int cli_parse_double(const char *s, double *out);

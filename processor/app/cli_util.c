@@ -1,4 +1,5 @@
 #include "app/cli.h"
+#include "codec/codec.h"
 #include "core/dp_error.h"
 #include "stream/log.h"
 #include "stream/registry_subjects.h"
@@ -53,6 +54,20 @@ int cli_registry_ids(const char *cmd, dp_stream_config *cfg, int read_only)
     }
     dp_registry_free(r);
     return 0;
+}
+
+int cli_reader_codec(const char *cmd, dp_stream_config *cfg, struct dp_codec **out)
+{
+    char err[1024];
+    if (cli_registry_ids(cmd, cfg, 1) != 0)
+        return CLI_EXIT_KAFKA;
+    dp_codec_options copts;
+    dp_stream_config_codec_options(cfg, &copts);
+    if (dp_codec_create(out, &copts, err, sizeof err) != DP_OK) {
+        cli_fail(cmd, "%s", err);
+        return CLI_EXIT_FAILED;
+    }
+    return CLI_EXIT_OK;
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)

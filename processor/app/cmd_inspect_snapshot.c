@@ -453,17 +453,8 @@ int cmd_inspect_snapshot(int argc, char **argv)
         status = CLI_EXIT_USAGE;
         goto out;
     }
-    if (cli_registry_ids(cmd, cfg, 1) != 0) {
-        status = CLI_EXIT_KAFKA;
+    if ((status = cli_reader_codec(cmd, cfg, &codec)) != CLI_EXIT_OK)
         goto out;
-    }
-    dp_codec_options copts;
-    dp_stream_config_codec_options(cfg, &copts);
-    if (dp_codec_create(&codec, &copts, err, sizeof err) != DP_OK) {
-        cli_fail(cmd, "%s", err);
-        status = CLI_EXIT_FAILED;
-        goto out;
-    }
     keep_ctx kc = {.stream = a.stream, .len = a.stream ? strlen(a.stream) : 0};
     const char *bootstrap = a.bootstrap ? a.bootstrap : dp_kafka_bootstrap_env();
     rc = dp_state_read_topic(cfg, bootstrap, keep_key, &kc, (int)a.timeout_ms, &latest, err, sizeof err);

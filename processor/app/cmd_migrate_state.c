@@ -265,17 +265,8 @@ int cmd_migrate_state(int argc, char **argv)
         status = cli_fail(cmd, "--to names the config's state topic %s: migrate into a new topic", to);
         goto out;
     }
-    if (cli_registry_ids(cmd, cfg, 1) != 0) {
-        status = CLI_EXIT_KAFKA;
+    if ((status = cli_reader_codec(cmd, cfg, &codec)) != CLI_EXIT_OK)
         goto out;
-    }
-    dp_codec_options copts;
-    dp_stream_config_codec_options(cfg, &copts);
-    if (dp_codec_create(&codec, &copts, err, sizeof err) != DP_OK) {
-        cli_fail(cmd, "%s", err);
-        status = CLI_EXIT_FAILED;
-        goto out;
-    }
     if (!bootstrap)
         bootstrap = dp_kafka_bootstrap_env();
     size_t copied = 0, skipped = 0;
