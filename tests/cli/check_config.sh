@@ -179,6 +179,21 @@ for form in text json; do
 done
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert [s["noise"].get("dp") for s in d["streams"]] == [None, 0, 0], d' \
     "$WORK/u.out" || fail "unsafe config: the plans do not say dp 0"
+# replay and run say it too, before they read or consume anything: replay on
+# stderr as check-config does, run as a warn-level log event (text and JSON)
+printf '' > "$WORK/empty.jsonl"
+"$BIN" replay --config "$WORK/unsafe.json" --input "$WORK/empty.jsonl" --out "$WORK/ur" --key-hex "$KEY" \
+    > /dev/null 2> "$WORK/ur.err" || fail "unsafe config: replay exit $?: $(cat "$WORK/ur.err")"
+[ "$(grep -c 'WARNING: streams\[[12]\] .*unsafe_paper_variant is NOT differentially private' "$WORK/ur.err")" -eq 2 ] \
+    || fail "unsafe config: replay does not warn for both routes: $(cat "$WORK/ur.err")"
+for fmt in text json; do
+    # 127.0.0.1:1 refuses connections: the run stops (exit 4) after its start-up checks
+    DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 "$BIN" run --config "$WORK/unsafe.json" --key-hex "$KEY" \
+        --connect-timeout-ms 1000 --log-format "$fmt" > /dev/null 2> "$WORK/urun.err" || true
+    pat='warn: streams\[[12]\] .*unsafe_paper_variant is NOT differentially private'
+    [ "$fmt" = json ] && pat='"level":"warn","event":"not_differentially_private","msg":"streams\[[12]\] .*NOT differentially private'
+    [ "$(grep -c "$pat" "$WORK/urun.err")" -eq 2 ] || fail "unsafe config: run ($fmt log) does not warn for both routes: $(head -c 2000 "$WORK/urun.err")"
+done
 
 # --- refusals: the same code and message as run / replay -----------------------------------------
 refused() {   # $1 = what, $2 = config file, $3 = text the message must hold
