@@ -1,6 +1,7 @@
 /* load_run.c — one load (load_run.h).
  *
- * Rows are read in order and converted by the mapping (load_mapping.h).
+ * Rows come in order from the row source (row_source.h: the one place the
+ * input format is known), already converted to updates or refused.
  * Output is the update JSON lines of update_json.h (what `dpstream replay`
  * reads), or Avro Updates produced to Kafka keyed by stream id
  * (load_kafka.h).
@@ -15,9 +16,15 @@
  * (STEP_BACKWARDS: the input must be sorted by step within each stream),
  * and a row skipping more than max_gap empty steps is rejected (STEP_GAP),
  * which catches a wrong origin or length before it floods the log with
- * markers.  Rejected rows never stop the load: each is reported on stderr
- * with its line number and reason, and appended to the rejects file as
- * JSON lines {"line":N,"reason":"…","text":"…","raw":"…"}. */
+ * markers.  Rejected rows never stop the load (unless strict: update
+ * lines, where a bad one stops it, or with raw_invalid goes to Kafka as
+ * it is): each is reported on stderr with its line number and reason, and
+ * appended to the rejects file as JSON lines
+ * {"line":N,"reason":"…","text":"…","raw":"…"}.
+ *
+ * Owns: the output target, the per-stream step tracking, the counters.
+ * Calls: row_source (rows), update_json (file output), load_kafka (Kafka
+ * output). */
 #include "connectors/load/load_run.h"
 
 #include <errno.h>
