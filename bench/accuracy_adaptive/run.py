@@ -61,7 +61,7 @@ def main():
     ap.add_argument("--peer", default=None)
     ap.add_argument("--peer-iters", type=int, default=20)
     ap.add_argument("--ws", default="10,20,40,80", help="the w sweep at eps 1 (w-event DSAT, BD, BA)")
-    ap.add_argument("--adult", default=None, help="connectors/adult output (--attributes age,occupation,sex): "
+    ap.add_argument("--adult", default=None, help="connectors/recipes/adult output (--attributes age,occupation,sex): "
                                                   "also run the census-like churn stream (census.py)")
     a = ap.parse_args()
     U = 256

@@ -37,7 +37,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "../.."))
-RECIPE = os.path.join(ROOT, "connectors/nlsy")
+RECIPE = os.path.join(ROOT, "connectors/recipes/nlsy")
 
 
 def truth(csv_path):

@@ -1,6 +1,6 @@
 /* accuracy_marginal.c — seed 001's evaluation (§7.3, Tables 1–2) of
  * `marginal`: Proposed (Alg. 3, select_measure_fit) vs Baseline
- * (StreamingMWEM) on the Adult streams of connectors/adult, over all 2-way
+ * (StreamingMWEM) on the Adult streams of connectors/recipes/adult, over all 2-way
  * workloads, several ε and several noise keys, printed next to the paper's
  * figures for the same settings.
  *
@@ -395,7 +395,7 @@ int main(int argc, char **argv)
         }
     }
     if (!data) {
-        fprintf(stderr, "usage: bench_accuracy_marginal --data DIR (connectors/adult/make_updates.py output) ...\n");
+        fprintf(stderr, "usage: bench_accuracy_marginal --data DIR (connectors/recipes/adult/make_updates.py output) ...\n");
         return 2;
     }
     row_set *sets;
