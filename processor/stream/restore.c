@@ -7,9 +7,10 @@
  * offset).
  *
  * Owns: nothing after it returns but what it creates — the restored
- * streams, and each assigned partition's resume and dlq_below.  Calls:
- * restore_read (the records), state_record (decode, chunk keys), synth
- * (restore). */
+ * streams (put in the table by processor_state) — and each assigned
+ * partition's resume and dlq_below.  Calls: processor_state (assign the
+ * partitions, put the streams, a refusal), restore_read (the records),
+ * state_record (decode, chunk keys), synth (restore). */
 #include "stream/restore.h"
 
 #include <sodium.h>
@@ -65,8 +66,7 @@ static int refuse_progress_count(proc *p, const dp_state_record *r)
              "scale out, give the updates topic enough partitions from the start (topics.partitions)",
              p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r->partition_count,
              r->partition_count);
-    ps_set_fatal(p, "%s", msg);
-    p->fatal_refused = 1;
+    ps_set_refused(p, "%s", msg);
     return DP_EINVAL;
 }
 
@@ -76,9 +76,8 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
 {
     const dp_stream_route *route = dp_stream_config_route(p->cfg, r->stream_id, r->stream_id_len);
     if (!route || strcmp(route->synthesizer, r->synthesizer) != 0) {
-        ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
-                     "synthesizer; refusing to start it afresh (that would spend its budget twice)", r->stream_id);
-        p->fatal_refused = 1;
+        ps_set_refused(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
+                       "synthesizer; refusing to start it afresh (that would spend its budget twice)", r->stream_id);
         return DP_EINVAL;
     }
     ps_stream *s = ps_stream_new(p, r->stream_id, r->stream_id_len, route, r->partition);
@@ -90,8 +89,7 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
     int rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r->state, r->state_len, err,
                               sizeof err);
     if (rc != DP_OK) {
-        ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
-        p->fatal_refused = 1;
+        ps_set_refused(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
         ps_stream_free(s);
         return rc;
     }
@@ -103,13 +101,8 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
     s->cas_digests = *digests;
     *digests = tmp;
     s->index_chunks = r->chunk_count;
-    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
-    if (!slot) {
-        ps_stream_free(s);
+    if (ps_stream_put(p, s) != DP_OK)
         return DP_ENOMEM;
-    }
-    ps_stream_free(slot->value);
-    slot->value = s;
     if (p->o->metrics)
         dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
                                    dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
@@ -145,8 +138,8 @@ static int restore_records(proc *p, restore_run *run, int idx, int32_t part)
         int rc = restore_decode(p, latest, latest->slots[k].key, latest->slots[k].key_len, v, &r, &run->scratch,
                                 &run->digests, err, sizeof err);
         if (rc != DP_OK) {
-            ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
-            p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
+            /* unauthentic or damaged state is never used */
+            ps_set_refused(p, "state topic holds a record that cannot be restored: %s", err);
             return rc;
         }
         if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0 ||
@@ -191,10 +184,8 @@ static void set_resume(proc *p, rd_kafka_topic_partition_list_t *l, const int64_
 static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
 {
     for (int i = 0; i < l->cnt; i++) {
-        ps_partition *pp = ps_part_get(p, l->elems[i].partition);
-        if (!pp)
+        if (!ps_part_assign(p, l->elems[i].partition))
             return DP_ENOMEM;
-        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
     dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s", l->cnt,
