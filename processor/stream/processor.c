@@ -290,7 +290,7 @@ static void teardown(proc *p)
     }
     for (int32_t i = 0; i < p->n_parts; i++)
         p->parts[i].assigned = 0;
-    ps_drop_unassigned_streams(p);
+    ps_forget_kept(p);
     dp_bytes_map_free(&p->streams);
     free(p->parts);
     free(p->chunk.recs);

@@ -55,6 +55,14 @@ typedef struct ps_partition {
     int64_t resume;        /* restore: where the last restore started it (an offset or a logical one) */
     int64_t dlq_below;     /* restore: rejections below this offset are already published */
     int     dirty;         /* consume_loop (set), committer (cleared): consumed since the last commit */
+    /* rebalance (set), restore (cleared): revoked by an eager rebalance
+     * right after a commit, its streams kept in memory in case the same
+     * rebalance gives it back; kept_end: its state partition's high
+     * watermark after that commit (docs/kafka.md §2) */
+    int     kept;
+    int64_t kept_end;
+    int64_t handled_ms;    /* consume_loop: when its last message was handled (monotonic ms; 0: none) */
+    uint64_t handled_gen;  /* consume_loop: the rebalance generation that message was handled in */
 } ps_partition;
 
 /* A record copied out of the sink callback (its payload is borrowed). */
@@ -140,7 +148,9 @@ void          ps_set_fatal(proc *p, const char *fmt, const char *detail);
 ps_partition *ps_part_get(proc *p, int32_t id);   /* grows the table; NULL if out of memory */
 ps_stream    *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route, int32_t partition);
 void          ps_stream_free(ps_stream *s);
-int           ps_drop_unassigned_streams(proc *p);
+int           ps_drop_unassigned_streams(proc *p);   /* keeps those of kept partitions */
+/* Forget the kept partitions (ps_partition.kept) and drop their streams. */
+int           ps_forget_kept(proc *p);
 /* The updates topic's partition count (metadata, cached until the next
  * rebalance), or 0 if the broker did not say. */
 int32_t       ps_input_partition_count(proc *p);

@@ -61,13 +61,21 @@ static int keep_assigned_cb(void *value, void *ctx)
 {
     proc *p = ctx;
     ps_stream *s = value;
-    return s->partition >= 0 && s->partition < p->n_parts && p->parts[s->partition].assigned;
+    return s->partition >= 0 && s->partition < p->n_parts &&
+           (p->parts[s->partition].assigned || p->parts[s->partition].kept);
 }
 
-/* Drop the streams of partitions no longer assigned. */
+/* Drop the streams of partitions no longer assigned (nor kept). */
 int ps_drop_unassigned_streams(proc *p)
 {
     return dp_bytes_map_filter(&p->streams, keep_assigned_cb, drop_stream_cb, p);
+}
+
+int ps_forget_kept(proc *p)
+{
+    for (int32_t i = 0; i < p->n_parts; i++)
+        p->parts[i].kept = 0;
+    return ps_drop_unassigned_streams(p);
 }
 
 ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route,
