@@ -6,7 +6,7 @@ updates) and for streamdp-benchmark's RunOne (which reads them directly).
 
   python3 bench/accuracy_adaptive/census.py --adult DIR --out FILE [--steps 200] [--start 10000]
 
-DIR: connectors/adult/make_updates.py --attributes age,occupation,sex output.
+DIR: connectors/recipes/adult/make_updates.py --attributes age,occupation,sex output.
 Bins: occupation (15) × sex (2) = 30, less those empty at every step.  Step 1 holds `start` rows drawn at
 random (seed 7, public); every later step deletes a share of the present
 rows and inserts as many from the rest, the newcomers taken in increasing

@@ -61,7 +61,7 @@ def main():
     ap.add_argument("--peer", default=None)
     ap.add_argument("--peer-iters", type=int, default=20)
     ap.add_argument("--ws", default="10,20,40,80", help="the w sweep at eps 1 (w-event DSAT, BD, BA)")
-    ap.add_argument("--adult", default=None, help="connectors/adult output (--attributes age,occupation,sex): "
+    ap.add_argument("--adult", default=None, help="connectors/recipes/adult output (--attributes age,occupation,sex): "
                                                   "also run the census-like churn stream (census.py)")
     a = ap.parse_args()
     U = 256
@@ -128,13 +128,17 @@ def census(a):
     print(f"\ncensus-like churn stream (Adult, {U} bins, 200 steps, INSERT/DELETE), eps 1 | MAE | ARE | range | "
           f"releases")
     split = f"{min(a.w / U, 0.5):.6f}"   # the Java's split: w·ε/U for the tests, ε/2 when that leaves < ε/2
+    # The two "release every step" baselines (README's guide): user-level C = 200 releases at ε/200 each,
+    # and w-event ε/w per step — the fixed sampler's C = 200 at ε' = ε·200/w draws the same DLap(w/ε).
+    every = [("fixed", ("--releases", "200"), 1.0, "every step at eps/200 (user-level)"),
+             ("fixed", ("--releases", "200"), 200.0 / a.w, f"every step at eps/w (w-event, w = {a.w})")]
     runs = [("dsat", ()), ("dsat", ("--w-event", "1", "--releases", str(max(2, a.w // 10)))),
             ("dsft", ("--threshold", "0.01")), ("dsft", ("--threshold", "0.025")),
             ("dsft", ("--threshold", "0.1")), ("fixed", ()), ("bd", ("--test-fraction", split)),
             ("ba", ("--test-fraction", split))]
-    for method, extra in runs:
-        r = [ours(a, method, 1.0, k, ("--truth-in", truth, "--n-min", "5000") + extra) for k in range(1, a.keys + 1)]
-        label = method + (f" T={extra[1]}" if method == "dsft" else " (w-event)" if extra else "")
+    for method, extra, eps, label in [(m, e, 1.0, None) for m, e in runs] + every:
+        r = [ours(a, method, eps, k, ("--truth-in", truth, "--n-min", "5000") + extra) for k in range(1, a.keys + 1)]
+        label = label or method + (f" T={extra[1]}" if method == "dsft" else " (w-event)" if extra else "")
         print(f"{label} | " + " | ".join(f"{statistics.mean(x[i] for x in r):.3f}" for i in range(3)) +
               f" | {statistics.mean(x[3] for x in r):.1f}", flush=True)
     if a.peer:

@@ -62,7 +62,7 @@ def clmfires_points():
 def motion_points(work, repo):
     d = os.path.join(work, "motion_src")
     if not os.path.exists(os.path.join(d, "points.csv")):
-        subprocess.run([sys.executable, os.path.join(ROOT, "connectors/spatial/make_updates.py"), "motion-circles",
+        subprocess.run([sys.executable, os.path.join(ROOT, "connectors/recipes/spatial/make_updates.py"), "motion-circles",
                         "--repo", repo, "--out", d], check=True, capture_output=True)
     return [(float(r["x"]), float(r["y"])) for r in csv.DictReader(open(os.path.join(d, "points.csv")))
             if int(r["move"]) > 0]

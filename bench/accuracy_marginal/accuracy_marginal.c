@@ -1,11 +1,11 @@
 /* accuracy_marginal.c — seed 001's evaluation (§7.3, Tables 1–2) of
  * `marginal`: Proposed (Alg. 3, select_measure_fit) vs Baseline
- * (StreamingMWEM) on the Adult streams of connectors/adult, over all 2-way
+ * (StreamingMWEM) on the Adult streams of connectors/recipes/adult, over all 2-way
  * workloads, several ε and several noise keys, printed next to the paper's
  * figures for the same settings.
  *
  *   bench_accuracy_marginal --data DIR [--streams a,b] [--epsilons 0.5,1,2,4] [--keys 5]
- *                           [--methods select_measure_fit,mwem] [--selections 2] [--fit mw|pgm]
+ *                           [--methods mwem,select_measure_fit,independent] [--selections 2] [--fit mw|pgm]
  *                           [--aggregate mean|last (default: the synthesizer's, mean for mw)]
  *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
  *                           [--first-key 0]
@@ -365,7 +365,7 @@ int main(int argc, char **argv)
 {
     const char *data = NULL, *fit = "auto", *aggregate = NULL;
     char streams_arg[512] = "adult/randomized-bs50,adult/randomized-bs200,adult/ordered-bs50,adult/ordered-bs200";
-    char eps_arg[128] = "0.5,1,2,4", methods_arg[128] = "mwem,select_measure_fit";
+    char eps_arg[128] = "0.5,1,2,4", methods_arg[128] = "mwem,select_measure_fit,independent";
     int keys = 5, first_key = 0, K = 2, last = 10, iters = 10;
     uint64_t max_steps = UINT64_MAX;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -395,15 +395,15 @@ int main(int argc, char **argv)
         }
     }
     if (!data) {
-        fprintf(stderr, "usage: bench_accuracy_marginal --data DIR (connectors/adult/make_updates.py output) ...\n");
+        fprintf(stderr, "usage: bench_accuracy_marginal --data DIR (connectors/recipes/adult/make_updates.py output) ...\n");
         return 2;
     }
     row_set *sets;
     size_t n_sets;
     if (load_data(data, &sets, &n_sets) != 0)
         return 1;
-    char *streams[8], *epss[8], *methods[2];
-    size_t ns = split(streams_arg, streams, 8), ne = split(eps_arg, epss, 8), nm = split(methods_arg, methods, 2);
+    char *streams[8], *epss[8], *methods[3];
+    size_t ns = split(streams_arg, streams, 8), ne = split(eps_arg, epss, 8), nm = split(methods_arg, methods, 3);
     double domain = 1;
     for (uint32_t i = 0; i < P; i++)
         domain *= SIZES[i];
@@ -428,7 +428,9 @@ int main(int argc, char **argv)
             double eps = atof(epss[ei]);
             const double *paper = paper_of(rs->name, eps);
             for (size_t mi = 0; mi < nm; mi++) {
+                /* independent (the 1-way baseline) is printed beside the paper's Proposed */
                 int proposed = strcmp(methods[mi], "mwem") != 0;
+                const char *label = !proposed ? "baseline" : !strcmp(methods[mi], "independent") ? "indep" : "proposed";
                 double v[N_METRICS][64], sps = 0, rps = 0;
                 int ok = 0;
                 for (int k = 0; k < keys && k < 64; k++) {
@@ -436,7 +438,7 @@ int main(int argc, char **argv)
                         run_one(rs, methods[mi], eps, first_key + k, K, fit, aggregate, iters, last, max_steps);
                     if (!r.ok)
                         continue;
-                    printf("key %d: %s %g %s", first_key + k, rs->name, eps, proposed ? "proposed" : "baseline");
+                    printf("key %d: %s %g %s", first_key + k, rs->name, eps, label);
                     for (int j = 0; j < N_METRICS; j++)
                         printf(" %.6f", r.m.v[j]);
                     printf("  %.4f s/step\n", r.sec_per_step);
@@ -449,7 +451,7 @@ int main(int argc, char **argv)
                 }
                 if (!ok)
                     continue;
-                printf("%-24s %4g  %-9s ", rs->name, eps, proposed ? "proposed" : "baseline");
+                printf("%-24s %4g  %-9s ", rs->name, eps, label);
                 for (int j = 0; j < N_METRICS; j++) {
                     double mean = 0, var = 0;
                     for (int k = 0; k < ok; k++)

@@ -5,7 +5,7 @@
  *   bench_accuracy_spatial --data DIR --method M [--counter simple|block8] [--epsilon E]
  *                          [--key K] [--every 14] [--max-depth 20] [--sensitivity 1] [--variant V]
  *
- * DIR is connectors/spatial/make_updates.py's output (points.csv: step,
+ * DIR is connectors/recipes/spatial/make_updates.py's output (points.csv: step,
  * move, x, y on [0,1]^2; queries.csv: x1,y1,x2,y2,size; stream.json: the
  * number of steps, trailing empty ones included).  Methods:
  *   phdstream        `spatial` behind synth.h (the code `dpstream` runs), variant safe

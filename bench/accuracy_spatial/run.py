@@ -8,7 +8,7 @@ authors' own runs — side by side with their implementation.
         [--epsilons 0.5,1,2,4] [--keys 5] [--counters simple,block8]
         [--methods phdstream,phdstream-paper,b1,b2,b3] [--authors SUMMARY.csv]
 
-DIR: connectors/spatial/make_updates.py motion-circles output.  SUMMARY.csv:
+DIR: connectors/recipes/spatial/make_updates.py motion-circles output.  SUMMARY.csv:
 the authors' PHDSTREAM runs on the same stream and queries (columns method,
 counter,epsilon,seed,steps,mean_rel_err_small,…,last_rel_err_large,wall_s,
 per_step_s_mean), produced by their code in its own venv (docs/peers.md §1).

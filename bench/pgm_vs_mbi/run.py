@@ -5,7 +5,7 @@ same noisy 2-way measurements of the real Adult rows (issue 14).
   python3 bench/pgm_vs_mbi/run.py --data ADULT_DIR [--bin build/bench_pgm_vs_mbi] [--epsilon 1]
                                   [--seeds 3] [--iters 1000] [--ipf 50]
 
-ADULT_DIR is connectors/adult/make_updates.py's output.  mbi runs in its own
+ADULT_DIR is connectors/recipes/adult/make_updates.py's output.  mbi runs in its own
 venv, ~/.cache/dpstream/mbienv, with docs/peers.md §3's pins (never in the repo):
   python3 -m venv ~/.cache/dpstream/mbienv && ~/.cache/dpstream/mbienv/bin/pip install mbi==1.0.0 \\
       jax==0.5.3 jaxlib==0.5.3 numpy==2.2.6 pandas==2.2.3 chex==0.1.89 optax==0.2.4 scipy==1.15.3 networkx==3.4.2

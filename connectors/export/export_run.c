@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "codec/codec.h"
+#include "connectors/jsonl/payload_json.h"
 #include "connectors/jsonl/update_json.h"
 #include "core/dp_error.h"
 #include "stream/kafka_util.h"
@@ -144,56 +145,25 @@ static int keep_array(replay_chunk *c, void *p)
     return 0;
 }
 
-/* Payload of a record/update line: exactly one of value, row, point. */
+/* Payload of a record line: exactly one of value, row, point
+ * (payload_json.h; arrays may be empty); its array is kept with the
+ * chunk.  0, or -1 when the line is not a valid record. */
 static int parse_payload(replay_chunk *c, const json_t *o, dp_payload *p)
 {
     const json_t *v = json_object_get(o, "value"), *row = json_object_get(o, "row"), *pt = json_object_get(o, "point");
     memset(p, 0, sizeof *p);
     if ((v != NULL) + (row != NULL) + (pt != NULL) != 1)
         return -1;
-    if (v) {
-        if (!json_is_integer(v))
-            return -1;
-        p->kind = DP_PAYLOAD_CATEGORY;
-        p->category = (int64_t)json_integer_value(v);
-        return 0;
-    }
-    const json_t *a = row ? row : pt;
-    if (!json_is_array(a))
+    dp_payload_buf b;
+    memset(&b, 0, sizeof b);
+    char err[128];
+    int rc = dp_payload_json_parse(v, row, pt, DP_PAYLOAD_JSON_EMPTY_OK, &b, p, err, sizeof err);
+    void *array = b.row ? (void *)b.row : (void *)b.point;
+    if (array && keep_array(c, array) != 0) {
+        dp_payload_buf_free(&b);
         return -1;
-    size_t n = json_array_size(a);
-    if (row) {
-        int32_t *xs = malloc((n ? n : 1) * sizeof *xs);
-        if (!xs || keep_array(c, xs) != 0) {
-            free(xs);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            const json_t *e = json_array_get(a, i);
-            if (!json_is_integer(e) || json_integer_value(e) < INT32_MIN || json_integer_value(e) > INT32_MAX)
-                return -1;
-            xs[i] = (int32_t)json_integer_value(e);
-        }
-        p->kind = DP_PAYLOAD_ROW;
-        p->row = xs;
-        p->row_len = n;
-    } else {
-        double *xs = malloc((n ? n : 1) * sizeof *xs);
-        if (!xs || keep_array(c, xs) != 0) {
-            free(xs);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            const json_t *e = json_array_get(a, i);
-            if (!json_is_number(e))
-                return -1;
-            xs[i] = json_number_value(e);
-        }
-        p->kind = DP_PAYLOAD_POINT;
-        p->point = xs;
-        p->point_len = n;
     }
-    return 0;
+    return rc == DP_OK ? 0 : -1;
 }
 
 /* Feed the buffered records as the next chunk of their release. */

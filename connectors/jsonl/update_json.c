@@ -1,6 +1,9 @@
 /* update_json.c — JSON lines ↔ dp_update, and deterministic output lines
  * for releases, budget events and rejections.  See update_json.h for the
- * formats. */
+ * formats.
+ *
+ * Owns: the parsed update's strings (dp_update_owned).  Calls:
+ * payload_json (the value / row / point of a line), jansson, numfmt. */
 #include "connectors/jsonl/update_json.h"
 
 #include <inttypes.h>
@@ -152,8 +155,7 @@ void dp_update_owned_free(dp_update_owned *o)
 {
     free(o->stream);
     free(o->entity);
-    free(o->row);
-    free(o->point);
+    dp_payload_buf_free(&o->pay);
     memset(o, 0, sizeof *o);
 }
 
@@ -266,58 +268,7 @@ int dp_update_json_parse(const char *line, size_t len, dp_update_owned *o,
         u->has_event_time = 1;
         u->event_time_ms = (int64_t)json_integer_value(jtime);
     }
-    rc = DP_EINVAL;
-    if (jvalue) {
-        if (!json_is_integer(jvalue)) {
-            dp_err(errstr, errstr_size, DP_EINVAL, "\"value\" must be an integer");
-            goto out;
-        }
-        u->payload.kind = DP_PAYLOAD_CATEGORY;
-        u->payload.category = (int64_t)json_integer_value(jvalue);
-    } else if (jrow) {
-        if (!json_is_array(jrow) || json_array_size(jrow) == 0) {
-            dp_err(errstr, errstr_size, DP_EINVAL, "\"row\" must be a non-empty array of integers");
-            goto out;
-        }
-        size_t n = json_array_size(jrow);
-        if (grow((void **)&o->row, &o->row_cap, n, sizeof *o->row) != 0) {
-            rc = DP_ENOMEM;
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-            json_t *e = json_array_get(jrow, i);
-            if (!json_is_integer(e) || json_integer_value(e) < INT32_MIN || json_integer_value(e) > INT32_MAX) {
-                dp_err(errstr, errstr_size, DP_EINVAL, "\"row\"[%zu] must be an integer in int32 range", i);
-                goto out;
-            }
-            o->row[i] = (int32_t)json_integer_value(e);
-        }
-        u->payload.kind = DP_PAYLOAD_ROW;
-        u->payload.row = o->row;
-        u->payload.row_len = n;
-    } else if (jpoint) {
-        if (!json_is_array(jpoint) || json_array_size(jpoint) == 0) {
-            dp_err(errstr, errstr_size, DP_EINVAL, "\"point\" must be a non-empty array of numbers");
-            goto out;
-        }
-        size_t n = json_array_size(jpoint);
-        if (grow((void **)&o->point, &o->point_cap, n, sizeof *o->point) != 0) {
-            rc = DP_ENOMEM;
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-            json_t *e = json_array_get(jpoint, i);
-            if (!json_is_number(e) || !isfinite(json_number_value(e))) {
-                dp_err(errstr, errstr_size, DP_EINVAL, "\"point\"[%zu] must be a finite number", i);
-                goto out;
-            }
-            o->point[i] = json_number_value(e);
-        }
-        u->payload.kind = DP_PAYLOAD_POINT;
-        u->payload.point = o->point;
-        u->payload.point_len = n;
-    }
-    rc = DP_OK;
+    rc = dp_payload_json_parse(jvalue, jrow, jpoint, 0, &o->pay, &u->payload, errstr, errstr_size);
 out:
     if (rc == DP_ENOMEM)
         dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");

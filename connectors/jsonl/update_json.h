@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "connectors/jsonl/payload_json.h"
 #include "core/utf8.h"
 #include "synth/common/synth.h"
 
@@ -80,10 +81,7 @@ typedef struct dp_update_owned {
     size_t    stream_cap;
     char     *entity;
     size_t    entity_cap;
-    int32_t  *row;
-    size_t    row_cap;
-    double   *point;
-    size_t    point_cap;
+    dp_payload_buf pay;      /* the row or point (payload_json.h) */
 } dp_update_owned;
 
 void dp_update_owned_init(dp_update_owned *o);

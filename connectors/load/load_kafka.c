@@ -16,6 +16,7 @@
 struct dp_load_kafka {
     rd_kafka_t       *rk;
     int               quiet;
+    const char       *label;
     dp_stream_config *cfg;
     dp_codec         *codec;
     char             *topic;
@@ -48,6 +49,8 @@ void dp_load_kafka_close(dp_load_kafka *k)
     dp_buf_free(&k->enc);
     free(k);
 }
+
+const char *dp_load_kafka_topic(const dp_load_kafka *k) { return k->topic; }
 
 int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char *errstr, size_t errstr_size)
 {
@@ -117,6 +120,7 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
         return dp_err(errstr, errstr_size, DP_EIO, "cannot create the producer: %s", err);
     }
     k->quiet = o->quiet;
+    k->label = o->label ? o->label : "load";
     /* Before the first row: a broker that is not there is said so in
      * seconds, not after every row has waited out message.timeout.ms. */
     if ((rc = dp_kafka_check_reachable(k->rk, o->connect_timeout_ms > 0 ? o->connect_timeout_ms
@@ -128,11 +132,34 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
     dp_topic_spec spec = {.name = k->topic, .partitions = DP_STREAM_DEFAULT_TOPIC_PARTITIONS, .replication = -1};
     if (k->cfg)
         spec = dp_kafka_topic_spec(k->cfg, k->topic, 0);
+    if (o->partitions)
+        spec.partitions = o->partitions;
     if ((rc = dp_kafka_create_topics(k->rk, &spec, 1, 30000, err, sizeof err)) != DP_OK) {
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, rc, "%s", err);
     }
     *out = k;
+    return DP_OK;
+}
+
+/* Queue one message (waiting while the local queue is full). */
+static int send_bytes(dp_load_kafka *k, const void *key, size_t key_len, const void *val, size_t len, char *errstr,
+                      size_t errstr_size)
+{
+    for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_HEADER("dpstream.type", "Update", -1),
+            RD_KAFKA_V_KEY((void *)key, key_len), RD_KAFKA_V_VALUE((void *)val, len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (!e)
+            break;
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            return dp_err(errstr, errstr_size, DP_EIO, "produce to %s: %s", k->topic, rd_kafka_err2str(e));
+        rd_kafka_poll(k->rk, 50);
+        if (k->failed)
+            return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
+    }
+    rd_kafka_poll(k->rk, 0);
     return DP_OK;
 }
 
@@ -146,29 +173,22 @@ int dp_load_kafka_send(dp_load_kafka *k, const dp_update *u, char *errstr, size_
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, "cannot encode an update of stream '%.*s' as Avro: %s",
                       (int)(u->stream_id_len < 80 ? u->stream_id_len : 80), u->stream_id, err);
-    for (;;) {
-        /* key = stream id: every update of a stream lands in one partition */
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_HEADER("dpstream.type", "Update", -1),
-            RD_KAFKA_V_KEY((void *)u->stream_id, u->stream_id_len),
-            RD_KAFKA_V_VALUE(k->enc.data, k->enc.len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-        if (!e)
-            break;
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            return dp_err(errstr, errstr_size, DP_EIO, "produce to %s: %s", k->topic, rd_kafka_err2str(e));
-        rd_kafka_poll(k->rk, 50);
-        if (k->failed)
-            return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
-    }
-    rd_kafka_poll(k->rk, 0);
-    return DP_OK;
+    /* key = stream id: every update of a stream lands in one partition */
+    return send_bytes(k, u->stream_id, u->stream_id_len, k->enc.data, k->enc.len, errstr, errstr_size);
+}
+
+int dp_load_kafka_send_raw(dp_load_kafka *k, const void *bytes, size_t len, char *errstr, size_t errstr_size)
+{
+    if (k->failed)
+        return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
+    return send_bytes(k, NULL, 0, bytes, len, errstr, errstr_size);
 }
 
 int dp_load_kafka_flush(dp_load_kafka *k, char *errstr, size_t errstr_size)
 {
     /* bounded by librdkafka's message.timeout.ms: every message is then
      * either delivered or reported failed; the wait is shown meanwhile */
-    int rc = dp_kafka_flush_progress(k->rk, "load", &k->failed, k->quiet);
+    int rc = dp_kafka_flush_progress(k->rk, k->label, &k->failed, k->quiet);
     if (k->failed)
         return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
     if (rc != DP_OK)

@@ -31,6 +31,8 @@ typedef struct dp_load_kafka_options {
     const char *bootstrap;     /* overrides everything else when non-NULL */
     int         connect_timeout_ms;   /* give up when no broker answers this long (0: the default) */
     int         quiet;         /* no "waiting for N acknowledgements" lines while flushing */
+    int         partitions;    /* a topic created here gets these (0: the config's, default 4) */
+    const char *label;         /* the command named in those lines (NULL: "load") */
 } dp_load_kafka_options;
 
 typedef struct dp_load_kafka dp_load_kafka;
@@ -39,8 +41,13 @@ int  dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, cha
 /* Queue one update (waits while the local queue is full).  DP_OK, or DP_EIO
  * with a message once any delivery has failed. */
 int  dp_load_kafka_send(dp_load_kafka *k, const dp_update *u, char *errstr, size_t errstr_size);
+/* Queue bytes as they are, with no key (`--raw-invalid`: malformed input
+ * put on the topic for dead-letter tests).  DP_OK or DP_EIO. */
+int  dp_load_kafka_send_raw(dp_load_kafka *k, const void *bytes, size_t len, char *errstr, size_t errstr_size);
 /* Wait until every queued update is acknowledged.  DP_OK or DP_EIO. */
 int  dp_load_kafka_flush(dp_load_kafka *k, char *errstr, size_t errstr_size);
 void dp_load_kafka_close(dp_load_kafka *k);
+/* The topic the updates go to (--topic, or the config's updates topic). */
+const char *dp_load_kafka_topic(const dp_load_kafka *k);
 
 #endif

@@ -400,8 +400,7 @@ void dp_load_row_free(dp_load_row *r)
 {
     free(r->stream);
     free(r->entity);
-    free(r->row);
-    free(r->point);
+    dp_payload_buf_free(&r->pay);
     memset(r, 0, sizeof *r);
 }
 
@@ -582,17 +581,11 @@ dp_load_reject dp_load_row_convert(const dp_load_mapping *m, const char *const *
         u->payload.category = v;
         return DP_LOAD_OK;
     }
-    if (m->n_values > out->vec_cap) {
-        int32_t *row = realloc(out->row, m->n_values * sizeof *row);
-        if (!row)
-            goto oom;
-        out->row = row;
-        double *pt = realloc(out->point, m->n_values * sizeof *pt);
-        if (!pt)
-            goto oom;
-        out->point = pt;
-        out->vec_cap = m->n_values;
-    }
+    int32_t *row = NULL;
+    double *pt = NULL;
+    if (m->payload == DP_PAYLOAD_ROW ? !(row = dp_payload_buf_row(&out->pay, m->n_values))
+                                     : !(pt = dp_payload_buf_point(&out->pay, m->n_values)))
+        goto oom;
     for (size_t i = 0; i < m->n_values; i++) {
         int c = m->value_cols[i];
         if ((r = need(m, vals, lens, c, errstr, errstr_size)) != DP_LOAD_OK)
@@ -605,8 +598,8 @@ dp_load_reject dp_load_row_convert(const dp_load_mapping *m, const char *const *
                        m->columns[c], (long long)v);
                 return DP_LOAD_BAD_NUMBER;
             }
-            out->row[i] = (int32_t)v;
-        } else if (parse_finite(vals[c], lens[c], &out->point[i]) != 0) {
+            row[i] = (int32_t)v;
+        } else if (parse_finite(vals[c], lens[c], &pt[i]) != 0) {
             dp_err(errstr, errstr_size, DP_EINVAL, "column \"%s\": \"%.*s\" is not a finite decimal number",
                    m->columns[c], SHOW(lens[c]), vals[c]);
             return DP_LOAD_BAD_NUMBER;
@@ -614,10 +607,10 @@ dp_load_reject dp_load_row_convert(const dp_load_mapping *m, const char *const *
     }
     u->payload.kind = m->payload;
     if (m->payload == DP_PAYLOAD_ROW) {
-        u->payload.row = out->row;
+        u->payload.row = row;
         u->payload.row_len = m->n_values;
     } else {
-        u->payload.point = out->point;
+        u->payload.point = pt;
         u->payload.point_len = m->n_values;
     }
     return DP_LOAD_OK;

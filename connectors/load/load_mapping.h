@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "connectors/jsonl/payload_json.h"
 #include "synth/common/synth.h"
 
 /* Why a row was rejected by the loader (names: dp_load_reject_name). */
@@ -123,9 +124,7 @@ typedef struct dp_load_row {
     size_t    stream_cap;
     char     *entity;
     size_t    entity_cap;
-    int32_t  *row;
-    double   *point;
-    size_t    vec_cap;
+    dp_payload_buf pay;     /* the row or point (connectors/jsonl/payload_json.h) */
 } dp_load_row;
 
 void dp_load_row_init(dp_load_row *r);

@@ -1,6 +1,7 @@
 /* load_run.c — one load (load_run.h).
  *
- * Rows are read in order and converted by the mapping (load_mapping.h).
+ * Rows come in order from the row source (row_source.h: the one place the
+ * input format is known), already converted to updates or refused.
  * Output is the update JSON lines of update_json.h (what `dpstream replay`
  * reads), or Avro Updates produced to Kafka keyed by stream id
  * (load_kafka.h).
@@ -15,21 +16,25 @@
  * (STEP_BACKWARDS: the input must be sorted by step within each stream),
  * and a row skipping more than max_gap empty steps is rejected (STEP_GAP),
  * which catches a wrong origin or length before it floods the log with
- * markers.  Rejected rows never stop the load: each is reported on stderr
- * with its line number and reason, and appended to the rejects file as
- * JSON lines {"line":N,"reason":"…","text":"…","raw":"…"}. */
+ * markers.  Rejected rows never stop the load (unless strict: update
+ * lines, where a bad one stops it, or with raw_invalid goes to Kafka as
+ * it is): each is reported on stderr with its line number and reason, and
+ * appended to the rejects file as JSON lines
+ * {"line":N,"reason":"…","text":"…","raw":"…"}.
+ *
+ * Owns: the output target, the per-stream step tracking, the counters.
+ * Calls: row_source (rows), update_json (file output), load_kafka (Kafka
+ * output). */
 #include "connectors/load/load_run.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "connectors/jsonl/update_json.h"
-#include "connectors/jsonl/line_reader.h"
-#include "connectors/load/csv_reader.h"
+#include "connectors/load/row_source.h"
 #include "core/dp_error.h"
 #include "core/bytes_map.h"
 
@@ -133,18 +138,19 @@ typedef struct load_run {
     int           close_steps;
     uint64_t      max_gap;
     int           quiet;
+    const char   *label;
+    int           strict, raw_invalid;
     FILE         *rejects;
     dp_jbuf       rej_buf;
     stream_track  track;
-    dp_load_row   row;
     /* counters */
-    uint64_t rows, emitted, markers, rejected;
+    uint64_t rows, emitted, markers, rejected, raw;
     uint64_t by_reason[DP_LOAD_REJECT_COUNT];
     /* progress */
     struct timespec t0, last_report;
     const char *cur_stream;
     uint64_t    cur_step;
-    char        err[512];
+    char        err[1100];   /* room for an update line's refusal (update_json.c) */
 } load_run;
 
 static double seconds_since(const struct timespec *a, const struct timespec *b)
@@ -164,8 +170,8 @@ static void progress(load_run *r, int force)
         return;
     r->last_report = now;
     double el = seconds_since(&r->t0, &now);
-    fprintf(stderr, "dpstream load: %llu rows, %.0f rows/s, %llu rejected",
-            (unsigned long long)r->rows, el > 0 ? (double)r->rows / el : 0.0, (unsigned long long)r->rejected);
+    fprintf(stderr, "dpstream %s: %llu rows, %.0f rows/s, %llu rejected", r->label, (unsigned long long)r->rows,
+            el > 0 ? (double)r->rows / el : 0.0, (unsigned long long)r->rejected);
     if (r->cur_stream)
         fprintf(stderr, ", step %llu of stream '%s'", (unsigned long long)r->cur_step, r->cur_stream);
     fputc('\n', stderr);
@@ -176,7 +182,8 @@ static int reject(load_run *r, uint64_t line, dp_load_reject reason, const char 
 {
     r->rejected++;
     r->by_reason[reason]++;
-    fprintf(stderr, "dpstream load: line %llu: %s: %s\n", (unsigned long long)line, dp_load_reject_name(reason), text);
+    fprintf(stderr, "dpstream %s: line %llu: %s: %s\n", r->label, (unsigned long long)line,
+            dp_load_reject_name(reason), text);
     if (!r->rejects)
         return DP_OK;
     dp_jbuf *b = &r->rej_buf;
@@ -227,19 +234,11 @@ static int emit_marker(load_run *r, const stream_pos *p, uint64_t step)
     return rc;
 }
 
-/* Convert and emit one row; DP_OK (used or rejected) or a fatal status. */
-static int load_row(load_run *r, uint64_t line, const char *const *vals, const size_t *lens,
-                    const char *raw, size_t raw_len)
+/* Emit one converted row (and, with close_steps, the markers before it);
+ * DP_OK (used or rejected) or a fatal status. */
+static int load_row(load_run *r, uint64_t line, const dp_update *u, const char *raw, size_t raw_len)
 {
     char msg[384];
-    int oom = 0;
-    r->rows++;
-    dp_load_reject why = dp_load_row_convert(r->map, vals, lens, &r->row, &oom, msg, sizeof msg);
-    if (oom)
-        return dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
-    if (why != DP_LOAD_OK)
-        return reject(r, line, why, msg, raw, raw_len);
-    const dp_update *u = &r->row.u;
     stream_pos *p = track_get(&r->track, u->stream_id, u->stream_id_len);
     if (!p)
         return dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
@@ -274,193 +273,27 @@ static int load_row(load_run *r, uint64_t line, const char *const *vals, const s
     return DP_OK;
 }
 
-/* --- CSV input ---------------------------------------------------------------------------- */
+/* --- the rows ------------------------------------------------------------------------------ */
 
-static int run_csv(load_run *r, FILE *in, const char *path)
+/* Every row of the source, in order: used, refused (reported; with
+ * strict, fatal; with raw_invalid, produced as it is) or a fatal status. */
+static int run_rows(load_run *r, dp_row_source *src)
 {
-    dp_csv_reader rd;
-    dp_csv_reader_init(&rd, in, LOAD_MAX_RECORD);
-    int rc = DP_OK;
-    const dp_load_mapping *m = r->map;
-    size_t nc = m->n_columns;
-    size_t *col_of = calloc(nc ? nc : 1, sizeof *col_of);
-    const char **vals = calloc(nc ? nc : 1, sizeof *vals);
-    size_t *lens = calloc(nc ? nc : 1, sizeof *lens);
-    if (!col_of || !vals || !lens) {
-        rc = dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
-        goto out;
+    dp_row row;
+    int got = 0, rc = DP_OK;
+    while (rc == DP_OK && (got = dp_row_source_next(src, &row, r->err, sizeof r->err)) == 1) {
+        r->rows++;
+        if (row.reject == DP_LOAD_OK)
+            rc = load_row(r, row.line, row.u, row.raw, row.raw_len);
+        else if (r->strict)
+            rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "line %llu: %s", (unsigned long long)row.line, row.text);
+        else if (r->raw_invalid && (rc = dp_load_kafka_send_raw(r->target->kafka, row.raw, row.raw_len, r->err,
+                                                                 sizeof r->err)) == DP_OK)
+            r->raw++;
+        else if (!r->raw_invalid)
+            rc = reject(r, row.line, row.reject, row.text, row.raw, row.raw_len);
     }
-    dp_csv_status st;
-    uint64_t line;
-    int got = dp_csv_next(&rd, &st, &line);
-    if (got < 0) {
-        rc = dp_err(r->err, sizeof r->err, DP_EIO, "cannot read %s", path);
-        goto out;
-    }
-    if (got == 0 || st != DP_CSV_OK) {
-        rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "%s: %s", path,
-                    got == 0 ? "empty input: a header row is required" : dp_csv_status_text(st));
-        goto out;
-    }
-    size_t n_header = rd.n_fields;
-    /* bind every mapped column to its header position, refusing ambiguity */
-    for (size_t c = 0; c < nc; c++) {
-        size_t found = SIZE_MAX;
-        for (size_t h = 0; h < n_header; h++) {
-            size_t hl;
-            const char *hn = dp_csv_field(&rd, h, &hl);
-            if (hl == strlen(m->columns[c]) && memcmp(hn, m->columns[c], hl) == 0) {
-                if (found != SIZE_MAX) {
-                    rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "%s: column \"%s\" appears twice in the header",
-                                path, m->columns[c]);
-                    goto out;
-                }
-                found = h;
-            }
-        }
-        if (found == SIZE_MAX) {
-            rc = dp_err(r->err, sizeof r->err, DP_EINVAL, "%s: the header has no column \"%s\"", path, m->columns[c]);
-            goto out;
-        }
-        col_of[c] = found;
-    }
-    char msg[256];
-    while ((got = dp_csv_next(&rd, &st, &line)) == 1) {
-        const char *raw = rd.data ? rd.data : "";
-        size_t raw_len = 0;
-        /* the raw text for a reject line: fields joined by commas (the
-         * record's exact bytes are gone after unquoting) */
-        if (st == DP_CSV_OK) {
-            for (size_t i = 0; i + 1 < rd.n_fields; i++)
-                rd.data[rd.off[i] + rd.len[i]] = ',';
-            raw_len = rd.n_fields ? rd.off[rd.n_fields - 1] + rd.len[rd.n_fields - 1] : 0;
-        }
-        if (st != DP_CSV_OK) {
-            r->rows++;
-            rc = reject(r, line, st == DP_CSV_TOO_LONG ? DP_LOAD_TOO_LONG : DP_LOAD_BAD_RECORD,
-                        dp_csv_status_text(st), "", 0);
-        } else if (rd.n_fields != n_header) {
-            r->rows++;
-            snprintf(msg, sizeof msg, "%zu fields, the header has %zu", rd.n_fields, n_header);
-            rc = reject(r, line, DP_LOAD_FIELD_COUNT, msg, raw, raw_len);
-        } else {
-            for (size_t c = 0; c < nc; c++) {
-                vals[c] = rd.data + rd.off[col_of[c]];
-                lens[c] = rd.len[col_of[c]];
-            }
-            rc = load_row(r, line, vals, lens, raw, raw_len);
-        }
-        if (rc != DP_OK)
-            goto out;
-    }
-    if (got < 0)
-        rc = dp_err(r->err, sizeof r->err, DP_EIO, "read error on %s", path);
-out:
-    free(col_of);
-    free(vals);
-    free(lens);
-    dp_csv_reader_free(&rd);
-    return rc;
-}
-
-/* --- JSONL input --------------------------------------------------------------------------- */
-
-/* A JSON value as the text a CSV cell would hold: strings as they are,
- * integers in decimal, reals with %.17g, booleans true/false; null and
- * absent are missing. */
-static int json_cell(const json_t *v, char *tmp, size_t tmp_size, const char **s, size_t *n)
-{
-    if (!v || json_is_null(v)) {
-        *s = NULL;
-        *n = 0;
-        return 0;
-    }
-    if (json_is_string(v)) {
-        *s = json_string_value(v);
-        *n = json_string_length(v);
-        return 0;
-    }
-    int k;
-    if (json_is_integer(v))
-        k = snprintf(tmp, tmp_size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_real(v))
-        k = snprintf(tmp, tmp_size, "%.17g", json_real_value(v));
-    else if (json_is_boolean(v))
-        k = snprintf(tmp, tmp_size, "%s", json_is_true(v) ? "true" : "false");
-    else
-        return -1;   /* arrays / objects do not fit one column */
-    *s = tmp;
-    *n = (size_t)k;
-    return 0;
-}
-
-static int run_jsonl(load_run *r, FILE *in, const char *path)
-{
-    const dp_load_mapping *m = r->map;
-    size_t nc = m->n_columns;
-    int rc = DP_OK;
-    dp_line_reader lr;
-    int lr_ok = dp_line_reader_init(&lr, in, LOAD_MAX_RECORD) == DP_OK;
-    char *line = lr.buf;
-    const char **vals = calloc(nc, sizeof *vals);
-    size_t *lens = calloc(nc, sizeof *lens);
-    char (*tmp)[40] = calloc(nc, sizeof *tmp);
-    if (!lr_ok || !vals || !lens || !tmp) {
-        rc = dp_err(r->err, sizeof r->err, DP_ENOMEM, "out of memory");
-        goto out;
-    }
-    uint64_t line_no = 0;
-    int got, truncated;
-    size_t len;
-    char msg[384];
-    /* An over-long line is read past, not buffered (line_reader.h): memory
-     * stays one LOAD_MAX_RECORD whatever the input. */
-    while ((got = dp_line_next(&lr, &len, &truncated)) == 1) {
-        line_no++;
-        while (len && line[len - 1] == '\r')
-            len--;
-        if (len == 0 && !truncated)
-            continue;
-        if (truncated) {
-            r->rows++;
-            rc = reject(r, line_no, DP_LOAD_TOO_LONG, "line longer than the limit", line, 256);
-            if (rc != DP_OK)
-                goto out;
-            continue;
-        }
-        json_error_t jerr;
-        json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!obj || !json_is_object(obj)) {
-            r->rows++;
-            snprintf(msg, sizeof msg, "not a JSON object%s%s", obj ? "" : ": ", obj ? "" : jerr.text);
-            json_decref(obj);
-            if ((rc = reject(r, line_no, DP_LOAD_BAD_RECORD, msg, line, len)) != DP_OK)
-                goto out;
-            continue;
-        }
-        size_t c;
-        for (c = 0; c < nc; c++)
-            if (json_cell(json_object_get(obj, m->columns[c]), tmp[c], sizeof tmp[c], &vals[c], &lens[c]) != 0)
-                break;
-        if (c < nc) {
-            r->rows++;
-            snprintf(msg, sizeof msg, "key \"%s\" holds an array or object, not a value", m->columns[c]);
-            rc = reject(r, line_no, DP_LOAD_BAD_NUMBER, msg, line, len);
-        } else {
-            rc = load_row(r, line_no, vals, lens, line, len);
-        }
-        json_decref(obj);
-        if (rc != DP_OK)
-            goto out;
-    }
-    if (rc == DP_OK && (got < 0 || ferror(in)))
-        rc = dp_err(r->err, sizeof r->err, DP_EIO, "read error on %s", path);
-out:
-    dp_line_reader_free(&lr);
-    free(vals);
-    free(lens);
-    free(tmp);
-    return rc;
+    return rc != DP_OK ? rc : got;
 }
 
 /* --- the whole load ------------------------------------------------------------------ */
@@ -475,17 +308,24 @@ int dp_load_run(const dp_load_options *o, dp_load_summary *sum, char *err, size_
     load_run run;
     memset(&run, 0, sizeof run);
     dp_jbuf_init(&run.rej_buf);
-    dp_load_row_init(&run.row);
     run.map = o->map;
     run.target = &target;
     run.close_steps = o->close_steps;
     run.max_gap = o->max_gap;
     run.quiet = o->quiet;
+    run.label = o->label ? o->label : "load";
+    run.strict = o->strict;
+    run.raw_invalid = o->raw_invalid && o->kafka;
     run.rejects = o->rejects;
     clock_gettime(CLOCK_MONOTONIC, &run.t0);
     run.last_report = run.t0;
 
-    int rc = o->is_csv ? run_csv(&run, o->in, o->input_name) : run_jsonl(&run, o->in, o->input_name);
+    dp_row_source *src = NULL;
+    int rc = dp_row_source_open(&src, o->format, o->map, o->in, o->input_name, LOAD_MAX_RECORD, run.err,
+                                sizeof run.err);
+    if (rc == DP_OK)
+        rc = run_rows(&run, src);
+    dp_row_source_close(src);
     if (rc == DP_OK && o->close_steps)
         for (size_t i = 0; i < run.track.n && rc == DP_OK; i++)
             rc = emit_marker(&run, run.track.v[i], run.track.v[i]->step);
@@ -503,11 +343,11 @@ int dp_load_run(const dp_load_options *o, dp_load_summary *sum, char *err, size_
     sum->emitted = run.emitted;
     sum->markers = run.markers;
     sum->rejected = run.rejected;
+    sum->raw = run.raw;
     memcpy(sum->by_reason, run.by_reason, sizeof sum->by_reason);
     sum->streams = run.track.n;
     dp_jbuf_free(&target.buf);
     dp_jbuf_free(&run.rej_buf);
-    dp_load_row_free(&run.row);
     track_free(&run.track);
     return rc;
 }

@@ -21,6 +21,8 @@ int cmd_run(int argc, char **argv);
 int cmd_produce(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+/* `dpstream load` with messages as `dpstream CMD` (cmd_produce.c: the alias). */
+int cli_load_as(const char *cmd, int argc, char **argv);
 int cmd_check_config(int argc, char **argv);
 int cmd_inspect_snapshot(int argc, char **argv);
 int cmd_migrate_state(int argc, char **argv);

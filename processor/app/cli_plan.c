@@ -1,10 +1,15 @@
-/* cli_plan.c — see cli_plan.h. */
+/* cli_plan.c — see cli_plan.h.
+ *
+ * Owns: nothing.  Calls: synth (create, describe), log (run's warning). */
 #include "app/cli_plan.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "core/dp_error.h"
+#include "stream/log.h"
 
 json_t *cli_json_real(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -14,6 +19,46 @@ int cli_plan_is_dp(const dp_synth_plan *p)
         if (strcmp(p->noise[i].key, "dp") == 0)
             return p->noise[i].value != 0;
     return 1;
+}
+
+int cli_route_plan(const dp_stream_route *r, dp_synth_plan *plan, char *err, size_t errn)
+{
+    dp_key throwaway;
+    memset(&throwaway, 0, sizeof throwaway);
+    const char *id = r->match_len ? (r->match ? r->match : r->prefix) : "config-check";
+    dp_synth_env env = {.key = &throwaway, .stream_id = id, .stream_id_len = strlen(id)};
+    dp_synth *s = NULL;
+    int rc = dp_synth_create(&s, r->synthesizer, r->config, &env, err, errn);
+    if (rc == DP_OK)
+        rc = dp_synth_describe(s, plan, err, errn);
+    dp_synth_destroy(s);
+    return rc;
+}
+
+void cli_warn_not_dp(size_t i, const dp_stream_route *r, int as_log)
+{
+    const char *kind = r->match ? "match" : "prefix", *name = r->match ? r->match : r->prefix;
+    if (as_log)
+        dp_log_event(DP_LOG_WARN, "not_differentially_private", NULL, 0, 0,
+                     "streams[%zu] %s \"%s\" (%s): unsafe_paper_variant is NOT differentially private; "
+                     "for comparison only", i, kind, name, r->synthesizer);
+    else
+        fprintf(stderr, "WARNING: streams[%zu] %s \"%s\" (%s): unsafe_paper_variant is NOT differentially "
+                        "private; for comparison only\n", i, kind, name, r->synthesizer);
+}
+
+int cli_warn_not_dp_routes(const dp_stream_config *cfg, int as_log, char *err, size_t errn)
+{
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        dp_synth_plan plan;
+        int rc = cli_route_plan(&cfg->routes[i], &plan, err, errn);
+        if (rc != DP_OK)
+            return rc;
+        if (!cli_plan_is_dp(&plan))
+            cli_warn_not_dp(i, &cfg->routes[i], as_log);
+        dp_synth_plan_free(&plan);
+    }
+    return DP_OK;
 }
 
 static void print_kvs(const char *label, const dp_kv *kv, size_t n)

@@ -48,20 +48,6 @@ static void check_usage(FILE *f)
 
 /* The plan of route r: its synthesizer created with a throw-away key (as
  * stream_config.c's check does; describing draws no noise). */
-static int route_plan(const dp_stream_route *r, dp_synth_plan *plan, char *err, size_t errn)
-{
-    dp_key throwaway;
-    memset(&throwaway, 0, sizeof throwaway);
-    const char *id = r->match_len ? (r->match ? r->match : r->prefix) : "config-check";
-    dp_synth_env env = {.key = &throwaway, .stream_id = id, .stream_id_len = strlen(id)};
-    dp_synth *s = NULL;
-    int rc = dp_synth_create(&s, r->synthesizer, r->config, &env, err, errn);
-    if (rc == DP_OK)
-        rc = dp_synth_describe(s, plan, err, errn);
-    dp_synth_destroy(s);
-    return rc;
-}
-
 /* --- text --------------------------------------------------------------------------- */
 
 static void print_route_text(size_t i, const dp_stream_route *r, const dp_synth_plan *p)
@@ -196,7 +182,7 @@ int cmd_check_config(int argc, char **argv)
     for (size_t i = 0; i < cfg->n_routes && status == CLI_EXIT_OK; i++) {
         dp_synth_plan plan;
         err[0] = '\0';
-        if (route_plan(&cfg->routes[i], &plan, err, sizeof err) != DP_OK) {
+        if (cli_route_plan(&cfg->routes[i], &plan, err, sizeof err) != DP_OK) {
             /* the loader built this synthesizer a moment ago: only memory can fail here */
             cli_fail(cmd, "streams[%zu]: %s", i, err[0] ? err : "cannot describe the plan");
             status = CLI_EXIT_FAILED;
@@ -206,9 +192,7 @@ int cmd_check_config(int argc, char **argv)
          * must not pass silently, and --json's stdout stays one document */
         const dp_stream_route *r = &cfg->routes[i];
         if (!cli_plan_is_dp(&plan))
-            fprintf(stderr, "WARNING: streams[%zu] %s \"%s\" (%s): unsafe_paper_variant is NOT differentially "
-                            "private; for comparison only\n", i, r->match ? "match" : "prefix",
-                    r->match ? r->match : r->prefix, r->synthesizer);
+            cli_warn_not_dp(i, r, 0);
         if (as_json)
             json_array_append_new(streams, route_json(i, r, &plan));
         else

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/cli_plan.h"
 #include "connectors/replay/replay_run.h"
 #include "core/dp_error.h"
 #include "stream/stream_config.h"
@@ -98,6 +99,11 @@ int cmd_replay(int argc, char **argv)
     char err[1024];
     dp_stream_config *cfg = NULL;
     if (dp_stream_config_load_file(&cfg, config_path, err, sizeof err) != DP_OK) {
+        dp_key_wipe(&key);
+        return cli_fail(cmd, "%s", err);
+    }
+    if (cli_warn_not_dp_routes(cfg, 0, err, sizeof err) != DP_OK) {
+        dp_stream_config_free(cfg);
         dp_key_wipe(&key);
         return cli_fail(cmd, "%s", err);
     }

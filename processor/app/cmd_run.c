@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/cli_plan.h"
 #include "app/http_server.h"
 #include "core/dp_error.h"
 #include "stream/kafka_util.h"
@@ -201,6 +202,10 @@ static int run_setup(const char *cmd, const run_args *a, run_env *e, char *err, 
     e->has_state_key = a->state_key_file != NULL;
     if (dp_stream_config_load_file(&e->cfg, a->config_path, err, errsz) != DP_OK ||
         dp_stream_config_require_ids(e->cfg, DP_STREAM_IDS_ALL, "run", err, errsz) != DP_OK) {
+        run_env_free(e);
+        return cli_fail(cmd, "%s", err);
+    }
+    if (cli_warn_not_dp_routes(e->cfg, 1, err, errsz) != DP_OK) {
         run_env_free(e);
         return cli_fail(cmd, "%s", err);
     }

@@ -263,6 +263,45 @@ static int ingest_table_update(void *ctx, const dp_update *u)
     return rc != DP_OK ? rc : why != DP_REJECT_NONE ? DP_ESTATE : DP_OK;
 }
 
+/* Month t of the panel: every person's report into the window and the
+ * cumulative synthesizer, which must accept them all. */
+static int ingest_panel_month(const dp_panel_gen *gen, uint64_t t, dp_synth *win, const dp_synth_env *wenv,
+                              dp_synth *cum, const dp_synth_env *cenv, char *errstr, size_t errstr_size)
+{
+    char entity[32];
+    dp_update u = {.stream_id = NULL, .step = t, .kind = DP_UPDATE_REPORT, .entity_id = entity,
+                   .payload = {.kind = DP_PAYLOAD_CATEGORY}};
+    for (uint64_t i = 0; i < gen->p.n; i++) {
+        u.entity_id_len = (size_t)snprintf(entity, sizeof entity, "u%" PRIu64, i + 1);
+        u.payload.category = gen->value[i];
+        dp_reject_reason r1 = DP_REJECT_NONE, r2 = DP_REJECT_NONE;
+        int rc;
+        u.stream_id = wenv->stream_id;
+        u.stream_id_len = wenv->stream_id_len;
+        if ((rc = dp_synth_ingest(win, &u, &r1)) != DP_OK)
+            return rc;
+        u.stream_id = cenv->stream_id;
+        u.stream_id_len = cenv->stream_id_len;
+        if ((rc = dp_synth_ingest(cum, &u, &r2)) != DP_OK)
+            return rc;
+        if (r1 != DP_REJECT_NONE || r2 != DP_REJECT_NONE)
+            return dp_err(errstr, errstr_size, DP_ESTATE, "demo: a synthesizer refused a report (%s / %s)",
+                          dp_reject_reason_name(r1), dp_reject_reason_name(r2));
+    }
+    return DP_OK;
+}
+
+/* One of the other streams' month: `month_rc` is how feeding it went
+ * (a refusal is the demo's own bug, said as "demo: the <refused>"); then
+ * its step closes into `sink`. */
+static int month_closed(int month_rc, const char *refused, dp_synth *s, const dp_release_sink *sink, char *errstr,
+                        size_t errstr_size)
+{
+    if (month_rc != DP_OK)
+        return dp_err(errstr, errstr_size, month_rc, "demo: the %s", refused);
+    return dp_synth_close_step(s, sink, errstr, errstr_size);
+}
+
 int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
                         char *errstr, size_t errstr_size)
 {
@@ -325,31 +364,11 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
     dp_release_sink wsink = dp_demo_window_sink(&d), csink = dp_demo_cumulative_sink(&d),
                     tsink = dp_demo_table_sink(&tab), msink = dp_demo_map_sink(&mp), asink = dp_demo_modes_sink(&md),
                     hsink = dp_demo_drops_sink(&dr);
-    char entity[32];
     for (uint64_t t = 1; t <= p->steps; t++) {
         if ((rc = dp_panel_gen_next(&gen)) != DP_OK)
             break;
-        dp_update u = {.stream_id = NULL, .step = t, .kind = DP_UPDATE_REPORT, .entity_id = entity,
-                       .payload = {.kind = DP_PAYLOAD_CATEGORY}};
-        for (uint64_t i = 0; i < p->n; i++) {
-            u.entity_id_len = (size_t)snprintf(entity, sizeof entity, "u%" PRIu64, i + 1);
-            u.payload.category = gen.value[i];
-            dp_reject_reason r1 = DP_REJECT_NONE, r2 = DP_REJECT_NONE;
-            u.stream_id = wenv.stream_id;
-            u.stream_id_len = wenv.stream_id_len;
-            if ((rc = dp_synth_ingest(win, &u, &r1)) != DP_OK)
-                goto out;
-            u.stream_id = cenv.stream_id;
-            u.stream_id_len = cenv.stream_id_len;
-            if ((rc = dp_synth_ingest(cum, &u, &r2)) != DP_OK)
-                goto out;
-            if (r1 != DP_REJECT_NONE || r2 != DP_REJECT_NONE) {
-                rc = dp_err(errstr, errstr_size, DP_ESTATE, "demo: a synthesizer refused a report (%s / %s)",
-                            dp_reject_reason_name(r1), dp_reject_reason_name(r2));
-                goto out;
-            }
-        }
-        if ((rc = dp_demo_truth_step(&d, gen.value, (size_t)p->n)) != DP_OK)
+        if ((rc = ingest_panel_month(&gen, t, win, &wenv, cum, &cenv, errstr, errstr_size)) != DP_OK ||
+            (rc = dp_demo_truth_step(&d, gen.value, (size_t)p->n)) != DP_OK)
             goto out;
         /* The whole roster reported: from step 2 on that closes the step by
          * itself (docs/design.md §2); step 1 forms the roster and needs the
@@ -357,29 +376,14 @@ int dp_demo_run_offline(const dp_demo_params *p, const dp_key *key, FILE *f,
         if ((rc = dp_synth_close_step(win, &wsink, errstr, errstr_size)) != DP_OK ||
             (rc = dp_synth_close_step(cum, &csink, errstr, errstr_size)) != DP_OK)
             goto out;
-        if ((rc = dp_demo_table_month(&tab, t, ingest_table_update, tbl)) != DP_OK) {
-            rc = dp_err(errstr, errstr_size, rc, "demo: the table stream refused an update");
-            goto out;
-        }
-        if ((rc = dp_synth_close_step(tbl, &tsink, errstr, errstr_size)) != DP_OK)
-            goto out;
-        if ((rc = dp_demo_map_month(&mp, t, ingest_table_update, map)) != DP_OK) {
-            rc = dp_err(errstr, errstr_size, rc, "demo: the map stream refused an update");
-            goto out;
-        }
-        if ((rc = dp_synth_close_step(map, &msink, errstr, errstr_size)) != DP_OK)
-            goto out;
-        if ((rc = dp_demo_modes_month(&md, t, ingest_table_update, mod)) != DP_OK) {
-            rc = dp_err(errstr, errstr_size, rc, "demo: the modes stream refused a report");
-            goto out;
-        }
-        if ((rc = dp_synth_close_step(mod, &asink, errstr, errstr_size)) != DP_OK)
-            goto out;
-        if ((rc = dp_demo_drops_month(&dr, t, ingest_table_update, drp)) != DP_OK) {
-            rc = dp_err(errstr, errstr_size, rc, "demo: the drops stream refused a point");
-            goto out;
-        }
-        if ((rc = dp_synth_close_step(drp, &hsink, errstr, errstr_size)) != DP_OK)
+        if ((rc = month_closed(dp_demo_table_month(&tab, t, ingest_table_update, tbl), "table stream refused an "
+                               "update", tbl, &tsink, errstr, errstr_size)) != DP_OK ||
+            (rc = month_closed(dp_demo_map_month(&mp, t, ingest_table_update, map), "map stream refused an update",
+                               map, &msink, errstr, errstr_size)) != DP_OK ||
+            (rc = month_closed(dp_demo_modes_month(&md, t, ingest_table_update, mod), "modes stream refused a "
+                               "report", mod, &asink, errstr, errstr_size)) != DP_OK ||
+            (rc = month_closed(dp_demo_drops_month(&dr, t, ingest_table_update, drp), "drops stream refused a point",
+                               drp, &hsink, errstr, errstr_size)) != DP_OK)
             goto out;
         if (d.win_syn.bad || d.cum_syn.bad || dp_demo_table_note(&tab, t) != DP_OK || dp_demo_map_note(&mp, t) != DP_OK ||
             dp_demo_modes_note(&md, t) != DP_OK || dp_demo_drops_note(&dr, t) != DP_OK) {

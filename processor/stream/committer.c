@@ -2,14 +2,17 @@
  * committer thread while consumption goes on), abort, and the one produce
  * call every output goes through.
  *
- * Owns: txn_open, txn_begin_ms, committing, committer, commit_result, the
- * commit timing fields, need_rewind (set on an abortable error) and
- * rewinds_in_row (reset by a successful commit).  A partition's progress
- * record goes to the state topic's partition of the same number
- * (state_layout.h).  Calls: librdkafka's
- * transactional API, state_record.h (progress records).  Everything that
- * produces (a dead letter, a close, a rebalance, shutdown) first waits for
- * a running commit (ps_commit_wait). */
+ * Owns: its ps_committer (proc.committer; no other file touches it) —
+ * whether a transaction is open and since when, the commit running on the
+ * committer thread and its outcome and timings, whether the state must be
+ * rewound (set on an abortable error or an abort) and how many rewinds came
+ * in a row (reset by a successful commit), the progress records' encoder —
+ * and each partition's dirty flag (set by ps_txn_consumed, cleared by a
+ * commit).  A partition's progress record goes to the state topic's
+ * partition of the same number (state_layout.h).  Calls: librdkafka's
+ * transactional API, state_record.h (progress records), processor_state
+ * (ps_set_fatal).  Everything that produces (a dead letter, a close, a
+ * rebalance, shutdown) first waits for a running commit (ps_commit_wait). */
 #define _GNU_SOURCE   /* pthread_tryjoin_np */
 #include "stream/committer.h"
 
@@ -27,6 +30,80 @@
 #include "stream/log.h"
 #include "stream/processor_internal.h"
 #include "stream/state_record.h"
+
+struct ps_committer {
+    int               txn_open;
+    int64_t           txn_begin_ms;
+    int               committing;       /* a commit_transaction runs on `thread` */
+    pthread_t         thread;
+    rd_kafka_error_t *result;           /* its outcome */
+    int64_t           handoff_ms, open_ms, flush_ms, done_ms;
+    int               need_rewind;
+    int               rewinds_in_row;
+    dp_buf            enc;              /* progress records */
+};
+
+int ps_committer_create(proc *p)
+{
+    ps_committer *c = calloc(1, sizeof *c);
+    if (!c)
+        return DP_ENOMEM;
+    dp_buf_init(&c->enc);
+    p->committer = c;
+    return DP_OK;
+}
+
+void ps_committer_abandon(proc *p)
+{
+    ps_committer *c = p->committer;
+    if (c && c->committing) {
+        pthread_join(c->thread, NULL);
+        c->committing = 0;
+        if (c->result)
+            rd_kafka_error_destroy(c->result);
+        c->result = NULL;
+    }
+}
+
+void ps_committer_free(proc *p)
+{
+    ps_committer *c = p->committer;
+    if (!c)
+        return;
+    dp_buf_free(&c->enc);
+    free(c);
+    p->committer = NULL;
+}
+
+int ps_txn_is_open(const proc *p) { return p->committer && p->committer->txn_open; }
+
+int ps_txn_open_for(const proc *p, int64_t now, int64_t ms)
+{
+    return ps_txn_is_open(p) && now - p->committer->txn_begin_ms >= ms;
+}
+
+void ps_txn_fail(proc *p)
+{
+    ps_committer *c = p->committer;
+    c->need_rewind = 1;
+    if (c->txn_open)
+        ps_txn_abort(p);
+}
+
+int ps_txn_need_rewind(const proc *p) { return p->committer && p->committer->need_rewind; }
+
+int ps_txn_rewinding(proc *p)
+{
+    ps_committer *c = p->committer;
+    c->need_rewind = 0;
+    return ++c->rewinds_in_row;
+}
+
+void ps_txn_consumed(proc *p, ps_partition *pp)
+{
+    (void)p;
+    pp->dirty = 1;
+}
 
 /* committed(p) of the header comment. */
 static int64_t partition_commit_offset(proc *p, int32_t part)
@@ -69,6 +146,7 @@ int ps_produce(proc *p, rd_kafka_t *rk, const char *topic, int32_t partition, co
  * fatal (e.g. fenced) -> stop the processor. */
 static int txn_error(proc *p, const char *what, rd_kafka_error_t *e)
 {
+    ps_committer *c = p->committer;
     if (!e)
         return DP_OK;
     dp_log_event(DP_LOG_ERROR, "txn_error", NULL, 0, 0, "%s failed: %s", what, rd_kafka_error_string(e));
@@ -85,71 +163,76 @@ static int txn_error(proc *p, const char *what, rd_kafka_error_t *e)
         ps_set_fatal(p, "fatal transactional error (another instance with this transactional.id?): %s",
                   rd_kafka_error_string(e));
     } else {
-        p->need_rewind = 1;
+        c->need_rewind = 1;
     }
     rd_kafka_error_destroy(e);
     return DP_EIO;
 }
 
 
-/* The outcome of the last commit_transaction (p->commit_result): on
+/* The outcome of the last commit_transaction (its result): on
  * failure the transaction is aborted and the state rewound (need_rewind),
  * which also undoes everything ingested while it ran. */
 static int commit_outcome(proc *p)
 {
-    rd_kafka_error_t *e = p->commit_result;
-    p->commit_result = NULL;
+    ps_committer *c = p->committer;
+    rd_kafka_error_t *e = c->result;
+    c->result = NULL;
     if (txn_error(p, "commit_transaction", e) != DP_OK) {
-        p->txn_open = 1;   /* still open at the broker */
+        c->txn_open = 1;   /* still open at the broker */
         ps_txn_abort(p);
         return DP_EIO;
     }
     dp_log_event(DP_LOG_DEBUG, "txn_commit", NULL, 0, 0,
            "transaction committed: %" PRId64 " ms open, done %" PRId64 " ms after hand-off (flush %" PRId64
            " ms), awaited %" PRId64 " ms later",
-           p->commit_open_ms, p->commit_done_ms - p->commit_handoff_ms, p->commit_flush_ms,
-           ps_now_ms() - p->commit_done_ms);
-    p->rewinds_in_row = 0;
+           c->open_ms, c->done_ms - c->handoff_ms, c->flush_ms,
+           ps_now_ms() - c->done_ms);
+    c->rewinds_in_row = 0;
     if (p->o->metrics)
-        dp_metrics_txn_committed(p->o->metrics, (double)(p->commit_done_ms - p->commit_handoff_ms) / 1000.0);
+        dp_metrics_txn_committed(p->o->metrics, (double)(c->done_ms - c->handoff_ms) / 1000.0);
     return DP_OK;
 }
 
 /* Wait for the commit running on the committer thread, if any. */
 int ps_commit_wait(proc *p)
 {
-    if (!p->committing)
+    ps_committer *c = p->committer;
+    if (!c || !c->committing)
         return DP_OK;
-    pthread_join(p->committer, NULL);
-    p->committing = 0;
+    pthread_join(c->thread, NULL);
+    c->committing = 0;
     return commit_outcome(p);
 }
 
 int ps_commit_poll(proc *p)
 {
-    if (!p->committing || pthread_tryjoin_np(p->committer, NULL) != 0)
+    ps_committer *c = p->committer;
+    if (!c || !c->committing || pthread_tryjoin_np(c->thread, NULL) != 0)
         return DP_OK;
-    p->committing = 0;
+    c->committing = 0;
     return commit_outcome(p);
 }
 
 int ps_txn_begin(proc *p)
 {
-    if (p->txn_open)
+    ps_committer *c = p->committer;
+    if (c->txn_open)
         return DP_OK;
     int rc = ps_commit_wait(p);
     if (rc != DP_OK)
         return rc;
     if (txn_error(p, "begin_transaction", rd_kafka_begin_transaction(p->producer)) != DP_OK)
         return DP_EIO;
-    p->txn_open = 1;
-    p->txn_begin_ms = ps_now_ms();
+    c->txn_open = 1;
+    c->txn_begin_ms = ps_now_ms();
     return DP_OK;
 }
 
 void ps_txn_abort(proc *p)
 {
-    if (!p->txn_open)
+    ps_committer *c = p->committer;
+    if (!c || !c->txn_open)
         return;
     rd_kafka_error_t *e = rd_kafka_abort_transaction(p->producer, KAFKA_TIMEOUT_MS);
     if (e) {
@@ -162,8 +245,8 @@ void ps_txn_abort(proc *p)
         dp_log_event(DP_LOG_WARN, "txn_abort", NULL, 0, 0, "transaction aborted (its outputs are discarded; the "
                      "state is rewound to the last committed snapshot)");
     }
-    p->txn_open = 0;
-    p->need_rewind = 1;
+    c->txn_open = 0;
+    c->need_rewind = 1;
     if (p->o->metrics)
         dp_metrics_txn_aborted(p->o->metrics);
 }
@@ -171,15 +254,16 @@ void ps_txn_abort(proc *p)
 static void *committer_main(void *arg)
 {
     proc *p = arg;
+    ps_committer *c = p->committer;
     /* A separate flush only where it is wanted: the debug log splits the
      * commit's time with it, and the test hook holds a transaction open
      * with its outputs written.  commit_transaction flushes (again) and
      * reports any delivery failure, so the result is not needed here. */
     int64_t t0 = ps_now_ms();
-    p->commit_flush_ms = -1;
+    c->flush_ms = -1;
     if (p->o->debug_commit_delay_ms > 0 || dp_log_get_level() >= DP_LOG_DEBUG) {
         (void)rd_kafka_flush(p->producer, KAFKA_TIMEOUT_MS);
-        p->commit_flush_ms = ps_now_ms() - t0;
+        c->flush_ms = ps_now_ms() - t0;
     }
     if (p->o->debug_commit_delay_ms > 0) {
         /* what crash tests look for: a kill after this line and before the
@@ -191,11 +275,11 @@ static void *committer_main(void *arg)
                               .tv_nsec = (long)(p->o->debug_commit_delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    p->commit_result = rd_kafka_commit_transaction(p->producer, KAFKA_TIMEOUT_MS);
-    p->commit_done_ms = ps_now_ms();
+    c->result = rd_kafka_commit_transaction(p->producer, KAFKA_TIMEOUT_MS);
+    c->done_ms = ps_now_ms();
     if (p->o->debug_commit_delay_ms > 0)   /* the end of what txn_held began, for the crash tests */
         dp_log_event(DP_LOG_INFO, "txn_held_end", NULL, 0, 0, "held transaction %s",
-                     p->commit_result ? "failed to commit" : "committed");
+                     c->result ? "failed to commit" : "committed");
     return NULL;
 }
 
@@ -210,7 +294,8 @@ static void *committer_main(void *arg)
  * discards it all, so the outputs are those of a synchronous commit. */
 int ps_txn_commit(proc *p, int wait)
 {
-    if (!p->txn_open)
+    ps_committer *c = p->committer;
+    if (!c || !c->txn_open)
         return DP_OK;
     rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(4);
     int rc = DP_OK;
@@ -219,22 +304,22 @@ int ps_txn_commit(proc *p, int wait)
         ps_partition *pp = &p->parts[i];
         if (!pp->assigned || !pp->dirty || pp->position == NO_OFFSET)
             continue;
-        int64_t c = partition_commit_offset(p, i);
+        int64_t resume = partition_commit_offset(p, i);
         dp_state_record r = {.kind = DP_STATE_PROGRESS,
                              .updates_topic = p->cfg->topic_updates,
                              .updates_topic_len = strlen(p->cfg->topic_updates),
                              .partition = i,
                              .position = pp->position,
-                             .resume = c,
+                             .resume = resume,
                              .partition_count = p->updates_partitions};
         char key[512];
         int kl = snprintf(key, sizeof key, "%s%s/%" PRId32, DP_STATE_PROGRESS_KEY_PREFIX,
                           p->cfg->topic_updates, i);
-        p->enc.len = 0;
-        if ((rc = dp_state_encode_progress(&r, &p->enc)) == DP_OK)
+        c->enc.len = 0;
+        if ((rc = dp_state_encode_progress(&r, &c->enc)) == DP_OK)
             rc = ps_produce(p, p->producer, p->cfg->topic_state, i, "Progress", key, (size_t)kl,
-                         p->enc.data, p->enc.len);
-        rd_kafka_topic_partition_list_add(offs, p->cfg->topic_updates, i)->offset = c;
+                         c->enc.data, c->enc.len);
+        rd_kafka_topic_partition_list_add(offs, p->cfg->topic_updates, i)->offset = resume;
     }
     if (rc == DP_OK && offs->cnt > 0) {
         rd_kafka_consumer_group_metadata_t *md = rd_kafka_consumer_group_metadata(p->consumer);
@@ -250,11 +335,11 @@ int ps_txn_commit(proc *p, int wait)
     /* Dirty = consumed since these progress records; from here on. */
     for (int32_t i = 0; i < p->n_parts; i++)
         p->parts[i].dirty = 0;
-    p->txn_open = 0;
-    p->commit_handoff_ms = t0;
-    p->commit_open_ms = t0 - p->txn_begin_ms;
-    if (!wait && pthread_create(&p->committer, NULL, committer_main, p) == 0) {
-        p->committing = 1;
+    c->txn_open = 0;
+    c->handoff_ms = t0;
+    c->open_ms = t0 - c->txn_begin_ms;
+    if (!wait && pthread_create(&c->thread, NULL, committer_main, p) == 0) {
+        c->committing = 1;
         return DP_OK;
     }
     committer_main(p);   /* on this thread */

@@ -4,13 +4,15 @@
  * (runs of one stream's plain updates as one batch), close steps, and
  * append CLOSE_STEP markers after an idle timeout.
  *
- * Owns: streams (creates them), the per-stream offsets skip_below and
- * pending, each partition's position, dirty flag and handled time, the
- * poll batch and the run being collected, the idle-marker bookkeeping, and the progress
- * counters n_msgs, n_steps, n_dlq, n_markers.  Calls: route_table (an
- * update's stream, the rule replay shares), synth (ingest, close),
- * snapshot_publish (the release and the snapshot), committer (transactions,
- * produce). */
+ * Owns: new streams until they are in the table, each stream's gate,
+ * skip_below, pending and step timer, each partition's position and
+ * handled time, the poll batch (allocated, filled, decoded, released here)
+ * and the run being collected, its encoder (dead letters, markers), the
+ * idle-marker bookkeeping, and the progress counters n_msgs, n_steps,
+ * n_dlq, n_markers.  Calls: route_table (an update's stream, the rule
+ * replay shares), synth (ingest, close), snapshot_publish (the release and
+ * the snapshot), committer (transactions, produce, a partition consumed),
+ * processor_state (the tables). */
 #include "stream/consume_loop.h"
 
 #include <inttypes.h>
@@ -52,14 +54,14 @@ static int dead_letter_at(proc *p, int32_t partition, int64_t offset, const void
                               .text = text,
                               .raw = raw,
                               .raw_len = raw_len};
-    p->enc.len = 0;
+    p->loop_enc.len = 0;
     char err[256];
-    if ((rc = dp_codec_encode_dead_letter_buf(p->codec, &d, &p->enc, err, sizeof err)) != DP_OK) {
+    if ((rc = dp_codec_encode_dead_letter_buf(p->codec, &d, &p->loop_enc, err, sizeof err)) != DP_OK) {
         dp_log(DP_LOG_ERROR, "cannot encode a dead letter: %s", err);
         return rc;
     }
     rc = ps_produce(p, p->producer, p->cfg->topic_dead_letter, RD_KAFKA_PARTITION_UA,
-                    dp_codec_type_name(DP_CODEC_DEAD_LETTER), key, key_len, p->enc.data, p->enc.len);
+                    dp_codec_type_name(DP_CODEC_DEAD_LETTER), key, key_len, p->loop_enc.data, p->loop_enc.len);
     if (rc == DP_OK) {
         p->n_dlq++;
         if (p->o->metrics)
@@ -142,7 +144,7 @@ static void consumed(proc *p, const rd_kafka_message_t *m)
 {
     ps_partition *pp = &p->parts[m->partition];
     pp->position = m->offset + 1;
-    pp->dirty = 1;
+    ps_txn_consumed(p, pp);
     if (p->o->metrics)
         dp_metrics_consumed(p->o->metrics, m->partition, 1);
 }
@@ -220,12 +222,8 @@ static int open_stream(proc *p, const rd_kafka_message_t *m, const dp_update *u,
         return rc;
     }
     s->step_opened_ms = p->now;
-    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
-    if (!slot) {
-        ps_stream_free(s);
+    if (ps_stream_put(p, s) != DP_OK)
         return DP_ENOMEM;
-    }
-    slot->value = s;
     *out = s;
     return DP_OK;
 }
@@ -383,6 +381,53 @@ static int learn_writer(proc *p, const rd_kafka_message_t *m)
     return DP_OK;
 }
 
+/* --- the poll batch ----------------------------------------------------------------- */
+
+int ps_consume_init(proc *p)
+{
+    dp_buf_init(&p->loop_enc);
+    p->batch = calloc(BATCH_MAX, sizeof *p->batch);
+    p->batch_upd = calloc(BATCH_MAX, sizeof *p->batch_upd);
+    p->batch_store = calloc(BATCH_MAX, sizeof *p->batch_store);
+    p->batch_reason = calloc(BATCH_MAX, sizeof *p->batch_reason);
+    return p->batch && p->batch_upd && p->batch_store && p->batch_reason ? DP_OK : DP_ENOMEM;
+}
+
+void ps_consume_free(proc *p)
+{
+    for (size_t i = 0; p->batch_store && i < BATCH_MAX; i++)
+        dp_update_store_free(&p->batch_store[i]);
+    free(p->batch);
+    free(p->batch_upd);
+    free(p->batch_store);
+    free(p->batch_reason);
+    p->batch = NULL;
+    p->batch_upd = NULL;
+    p->batch_store = NULL;
+    p->batch_reason = NULL;
+    dp_buf_free(&p->loop_enc);
+}
+
+/* Wait up to POLL_MS for one message, then take whatever else is already
+ * queued, up to BATCH_MAX.  (rd_kafka_consume_batch_queue with a timeout
+ * waits until the batch is *full* or the timeout passes, which would hold
+ * a lone CLOSE_STEP marker back by the whole timeout.) */
+ssize_t ps_consume_batch(proc *p)
+{
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(p->consumer, POLL_MS);
+    if (!m)
+        return 0;
+    p->batch[0] = m;
+    ssize_t more = rd_kafka_consume_batch_queue(p->queue, 0, p->batch + 1, BATCH_MAX - 1);
+    return more < 0 ? 1 : 1 + more;
+}
+
+void ps_consume_release(proc *p, ssize_t n)
+{
+    for (ssize_t i = 0; i < n; i++)
+        rd_kafka_message_destroy(p->batch[i]);
+}
+
 /* The first message of a partition handled after a rebalance says how long
  * its partition paused across it (bench/throughput/rebalance_pause.sh):
  * from the last one handled before — for a partition this instance kept,
@@ -489,11 +534,11 @@ void ps_idle_markers(proc *p)
             continue;   /* appended recently; wait for it to come back */
         dp_update mk = {.stream_id = s->id, .stream_id_len = s->id_len, .step = open,
                         .kind = DP_UPDATE_CLOSE_STEP};
-        p->enc.len = 0;
+        p->loop_enc.len = 0;
         char err[256];
-        if (dp_codec_encode_update_buf(p->codec, &mk, &p->enc, err, sizeof err) != DP_OK ||
+        if (dp_codec_encode_update_buf(p->codec, &mk, &p->loop_enc, err, sizeof err) != DP_OK ||
             ps_produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, dp_codec_type_name(DP_CODEC_UPDATE),
-                    s->id, s->id_len, p->enc.data, p->enc.len) != DP_OK) {
+                    s->id, s->id_len, p->loop_enc.data, p->loop_enc.len) != DP_OK) {
             dp_log_event(DP_LOG_WARN, "idle_marker", s->id, s->id_len, open,
                          "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
             continue;

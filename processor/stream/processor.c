@@ -5,8 +5,12 @@
  * in consume_loop.c, committer.c, snapshot_publish.c, restore.c and
  * rebalance.c (processor_internal.h: who owns which field).
  *
- * Owns: the clients (consumer, producer, marker_producer, queue), the
- * codec, the partition table, the stream table's lifetime, fatal. */
+ * Owns: the options and configuration, the group and instance ids, the
+ * clients (consumer, producer, marker_producer, queue), the codec, the
+ * batch clock (now) and the progress log's marks.  Calls: consume_loop
+ * (the batch), committer (transactions), rebalance (re-seek, rewind),
+ * snapshot_publish (its buffers), processor_state (the tables, fatal),
+ * state_layout, kafka_util. */
 #include "stream/processor.h"
 
 #include <time.h>
@@ -27,6 +31,7 @@
 #include "stream/consume_loop.h"
 #include "stream/kafka_util.h"
 #include "stream/rebalance.h"
+#include "stream/snapshot_publish.h"
 #include "stream/state_layout.h"
 
 const char *const dp_processor_consumer_defaults[][2] = {{"queued.min.messages", "1000000"},
@@ -270,12 +275,7 @@ static void metrics_tick(proc *p, int64_t now, int64_t *last_lag_ms)
 
 static void teardown(proc *p)
 {
-    if (p->committing) {   /* only after a fatal error: just let it finish */
-        pthread_join(p->committer, NULL);
-        p->committing = 0;
-        if (p->commit_result)
-            rd_kafka_error_destroy(p->commit_result);
-    }
+    ps_committer_abandon(p);   /* a commit still running only after a fatal error: just let it finish */
     if (p->queue)
         rd_kafka_queue_destroy(p->queue);
     if (p->consumer) {
@@ -288,39 +288,11 @@ static void teardown(proc *p)
         rd_kafka_flush(p->marker_producer, 10000);
         rd_kafka_destroy(p->marker_producer);
     }
-    for (int32_t i = 0; i < p->n_parts; i++)
-        p->parts[i].assigned = 0;
-    ps_forget_kept(p);
-    dp_bytes_map_free(&p->streams);
-    free(p->parts);
-    free(p->chunk.recs);
-    free(p->chunk.row_at);
-    free(p->chunk.pt_at);
-    free(p->chunk.rows);
-    free(p->chunk.pts);
-    dp_buf_free(&p->enc);
-    dp_buf_free(&p->snap_state);   /* wiped after each use (snapshot_publish.c) */
+    ps_state_free(p);
+    ps_release_free(p);
     dp_codec_destroy(p->codec);
-    for (size_t i = 0; p->batch_store && i < BATCH_MAX; i++)
-        dp_update_store_free(&p->batch_store[i]);
-    free(p->batch);
-    free(p->batch_upd);
-    free(p->batch_store);
-    free(p->batch_reason);
-}
-
-/* Wait up to POLL_MS for one message, then take whatever else is already
- * queued, up to BATCH_MAX.  (rd_kafka_consume_batch_queue with a timeout
- * waits until the batch is *full* or the timeout passes, which would hold
- * a lone CLOSE_STEP marker back by the whole timeout.) */
-static ssize_t consume_batch(proc *p)
-{
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(p->consumer, POLL_MS);
-    if (!m)
-        return 0;
-    p->batch[0] = m;
-    ssize_t more = rd_kafka_consume_batch_queue(p->queue, 0, p->batch + 1, BATCH_MAX - 1);
-    return more < 0 ? 1 : 1 + more;
+    ps_consume_free(p);
+    ps_committer_free(p);
 }
 
 int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_size)
@@ -331,27 +303,20 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     memset(&p, 0, sizeof p);
     p.o = o;
     p.cfg = o->config;
-    dp_bytes_map_init(&p.streams);
-    dp_buf_init(&p.enc);
+    ps_state_init(&p);
     dp_codec_options copts;
     dp_stream_config_codec_options(p.cfg, &copts);
     copts.resolve_update_writers = o->registry != NULL;
     int rc = dp_codec_create(&p.codec, &copts, errstr, errstr_size);
-    if (rc == DP_OK) {
-        p.batch = calloc(BATCH_MAX, sizeof *p.batch);
-        p.batch_upd = calloc(BATCH_MAX, sizeof *p.batch_upd);
-        p.batch_store = calloc(BATCH_MAX, sizeof *p.batch_store);
-        p.batch_reason = calloc(BATCH_MAX, sizeof *p.batch_reason);
-        if (!p.batch || !p.batch_upd || !p.batch_store || !p.batch_reason)
-            rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
-    }
+    if (rc == DP_OK && (ps_consume_init(&p) != DP_OK || ps_committer_create(&p) != DP_OK))
+        rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     if (rc == DP_OK)
         rc = setup(&p, errstr, errstr_size);
     p.last_progress_ms = ps_now_ms();
     int64_t last_idle_check = 0, last_lag_ms = 0;
     while (rc == DP_OK && !*o->stop && !p.fatal) {
         uint64_t generation = p.generation;
-        ssize_t n = consume_batch(&p);
+        ssize_t n = ps_consume_batch(&p);
         p.now = ps_now_ms();
         if (n < 0) {
             rc = dp_err(errstr, errstr_size, DP_EIO, "consume: %s", rd_kafka_err2str(rd_kafka_last_error()));
@@ -362,20 +327,17 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
             hr = p.fatal ? DP_OK : ps_reseek_assigned(&p);
         else
             hr = ps_handle_batch(&p, (size_t)n);
-        for (ssize_t i = 0; i < n; i++)
-            rd_kafka_message_destroy(p.batch[i]);
+        ps_consume_release(&p, n);
         if (hr == DP_ENOMEM) {
             rc = dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
         } else if (hr != DP_OK && !p.fatal) {
             /* transaction trouble: state rolled back below */
-            p.need_rewind = 1;
-            if (p.txn_open)
-                ps_txn_abort(&p);
+            ps_txn_fail(&p);
         }
-        if (p.need_rewind && !p.fatal && ps_rewind_assigned(&p) != DP_OK && !p.fatal && !*o->stop)
+        if (ps_txn_need_rewind(&p) && !p.fatal && ps_rewind_assigned(&p) != DP_OK && !p.fatal && !*o->stop)
             ps_set_fatal(&p, "%s", "could not restore state after an aborted transaction");
         int64_t now = p.now;
-        if (p.txn_open && now - p.txn_begin_ms >= o->dlq_commit_ms)
+        if (ps_txn_open_for(&p, now, o->dlq_commit_ms))
             ps_txn_commit(&p, 0);   /* dead letters with no step close to ride on */
         if (now - last_idle_check >= 200) {
             ps_idle_markers(&p);
@@ -383,8 +345,9 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
         }
         if (o->progress_interval_ms > 0 && now - p.last_progress_ms >= o->progress_interval_ms)
             log_progress(&p, now);
-        if (ps_commit_poll(&p) != DP_OK && !p.fatal && !*o->stop)
-            p.need_rewind = 1;   /* the commit failed: rewound on the next turn, like a failed close */
+        /* A failed commit is aborted and marked for rewinding (committer.h):
+         * rewound on the next turn, like a failed close. */
+        (void)ps_commit_poll(&p);
         if (o->metrics)
             metrics_tick(&p, now, &last_lag_ms);
     }
@@ -393,10 +356,10 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     if (ps_commit_wait(&p) != DP_OK && !p.fatal)
         dp_log_event(DP_LOG_WARN, "shutdown", NULL, 0, 0, "%s",
                      "shutdown: the last step's transaction failed and was aborted");
-    if (p.txn_open && !p.fatal) {
+    if (ps_txn_is_open(&p) && !p.fatal) {
         if (ps_txn_commit(&p, 1) != DP_OK)
             dp_log_event(DP_LOG_WARN, "shutdown", NULL, 0, 0, "shutdown: open transaction aborted");
-    } else if (p.txn_open) {
+    } else if (ps_txn_is_open(&p)) {
         ps_txn_abort(&p);
     }
     if (p.consumer)

@@ -1,11 +1,17 @@
 /* processor_state.c — the helpers every part of the processor uses on the
  * shared state (processor_internal.h): the clock, the fatal flag, the
- * partition table and the stream table.  A leaf: it calls no other part. */
+ * partition table and the stream table.
+ *
+ * Owns: fatal, fatal_refused and fatal_msg; the stream table's membership
+ * and lifetime (streams); the partition table (parts, n_parts) with each
+ * partition's assigned and kept flags (and kept_end); the cached input
+ * partition count.  A leaf: it calls no other part. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/dp_error.h"
 #include "stream/processor_internal.h"
 
 int64_t ps_now_ms(void)
@@ -13,6 +19,23 @@ int64_t ps_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ps_state_init(proc *p)
+{
+    dp_bytes_map_init(&p->streams);
+    p->parts = NULL;
+    p->n_parts = 0;
+}
+
+void ps_state_free(proc *p)
+{
+    ps_part_unassign(p, -1);
+    ps_forget_kept(p);
+    dp_bytes_map_free(&p->streams);
+    free(p->parts);
+    p->parts = NULL;
+    p->n_parts = 0;
 }
 
 void ps_set_fatal(proc *p, const char *fmt, const char *detail)
@@ -23,6 +46,12 @@ void ps_set_fatal(proc *p, const char *fmt, const char *detail)
         if (p->o->metrics)
             dp_metrics_fatal(p->o->metrics, p->fatal_msg);
     }
+}
+
+void ps_set_refused(proc *p, const char *fmt, const char *detail)
+{
+    ps_set_fatal(p, fmt, detail);
+    p->fatal_refused = 1;
 }
 
 /* --- partitions and streams ---------------------------------------------------- */
@@ -42,6 +71,26 @@ ps_partition *ps_part_get(proc *p, int32_t id)
         p->n_parts = n;
     }
     return &p->parts[id];
+}
+
+ps_partition *ps_part_assign(proc *p, int32_t id)
+{
+    ps_partition *pp = ps_part_get(p, id);
+    if (pp)
+        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
+    return pp;
+}
+
+void ps_part_unassign(proc *p, int32_t id)
+{
+    if (id < 0) {
+        for (int32_t i = 0; i < p->n_parts; i++)
+            p->parts[i].assigned = 0;
+        return;
+    }
+    ps_partition *pp = ps_part_get(p, id);
+    if (pp)
+        pp->assigned = 0;
 }
 
 void ps_stream_free(ps_stream *s)
@@ -71,6 +120,24 @@ int ps_drop_unassigned_streams(proc *p)
     return dp_bytes_map_filter(&p->streams, keep_assigned_cb, drop_stream_cb, p);
 }
 
+void ps_part_keep(proc *p, int32_t id, int64_t end)
+{
+    ps_partition *pp = ps_part_get(p, id);
+    if (pp && pp->assigned) {
+        pp->kept = 1;
+        pp->kept_end = end;
+    }
+}
+
+void ps_part_take_back(proc *p, int32_t id)
+{
+    ps_partition *pp = ps_part_get(p, id);
+    if (pp && pp->kept) {
+        pp->kept = 0;
+        pp->assigned = 1;
+    }
+}
+
 int ps_forget_kept(proc *p)
 {
     for (int32_t i = 0; i < p->n_parts; i++)
@@ -97,6 +164,20 @@ ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_ro
     (void)p;
     return s;
 }
+
+int ps_stream_put(proc *p, ps_stream *s)
+{
+    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+    if (!slot) {
+        ps_stream_free(s);
+        return DP_ENOMEM;
+    }
+    ps_stream_free(slot->value);
+    slot->value = s;
+    return DP_OK;
+}
+
+void ps_input_partitions_forget(proc *p) { p->n_input_partitions = 0; }
 
 int32_t ps_input_partition_count(proc *p)
 {

@@ -9,9 +9,10 @@
  * the ones that come back, and the others are dropped once the assignment
  * is known.
  *
- * Owns: each partition's assigned and kept flags, generation.  Calls:
- * restore, restore_read (the kept partitions' state watermarks),
- * committer (finish or abort the open transaction). */
+ * Owns: generation.  Calls: restore, restore_read (the kept partitions'
+ * state watermarks), committer (finish or abort the open transaction; the
+ * rewind count), processor_state (unassign and keep partitions, drop their
+ * streams, forget the input partition count). */
 #include "stream/rebalance.h"
 
 #include <inttypes.h>
@@ -55,15 +56,13 @@ static int seek_to(proc *p, rd_kafka_topic_partition_list_t *l)
 int ps_rewind_assigned(proc *p)
 {
     ps_commit_wait(p);   /* its outcome no longer matters: everything is restored */
-    p->need_rewind = 0;
     /* A failure that repeats after restoring (e.g. a message the broker
      * will never accept) would loop forever: give up instead. */
-    if (++p->rewinds_in_row > MAX_REWINDS_IN_ROW) {
+    if (ps_txn_rewinding(p) > MAX_REWINDS_IN_ROW) {
         ps_set_fatal(p, "%s", "transactions keep failing after restoring from the state topic; stopping");
         return DP_EIO;
     }
-    for (int32_t i = 0; i < p->n_parts; i++)
-        p->parts[i].assigned = 0;
+    ps_part_unassign(p, -1);
     int rc = ps_forget_kept(p);   /* all of them */
     if (rc != DP_OK)
         return rc;
@@ -118,21 +117,16 @@ int ps_reseek_assigned(proc *p)
  * The cooperative protocol never revokes what stays. */
 static void keep_revoked(proc *p, rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts)
 {
-    if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || rd_kafka_assignment_lost(rk) || p->txn_open ||
-        p->committing || p->need_rewind || p->fatal || parts->cnt == 0)
-        return;
+    if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || rd_kafka_assignment_lost(rk) || ps_txn_is_open(p) ||
+        ps_txn_need_rewind(p) || p->fatal || parts->cnt == 0)
+        return;   /* (no commit runs: the callback waited for it) */
     int64_t *end = calloc((size_t)parts->cnt, sizeof *end);
     if (!end || restore_read_ends(p, parts, end) != DP_OK) {
         free(end);
         return;   /* restored when it comes back, as any partition */
     }
-    for (int i = 0; i < parts->cnt; i++) {
-        ps_partition *pp = ps_part_get(p, parts->elems[i].partition);
-        if (pp && pp->assigned) {
-            pp->kept = 1;
-            pp->kept_end = end[i];
-        }
-    }
+    for (int i = 0; i < parts->cnt; i++)
+        ps_part_keep(p, parts->elems[i].partition, end[i]);
     free(end);
 }
 
@@ -153,7 +147,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
     proc *p = opaque;
     int64_t t0 = ps_now_ms();   /* the callback's time: what the partitions that stay wait */
     p->generation++;
-    p->n_input_partitions = 0;   /* the topic may have grown: ask again */
+    ps_input_partitions_forget(p);   /* the topic may have grown: ask again */
     ps_commit_wait(p);   /* a restore reads the state topic this commit writes */
     int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -193,7 +187,7 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
     /* Revocation (or lost partitions): finish what is open, then forget
      * the revoked streams; their next owner restores them. */
     ps_commit_wait(p);
-    if (p->txn_open) {
+    if (ps_txn_is_open(p)) {
         if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
             ps_txn_commit(p, 1);
         else
@@ -201,11 +195,8 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
     }
     if (!cooperative)
         keep_revoked(p, rk, err, parts);
-    for (int i = 0; i < parts->cnt; i++) {
-        ps_partition *pp = ps_part_get(p, parts->elems[i].partition);
-        if (pp)
-            pp->assigned = 0;
-    }
+    for (int i = 0; i < parts->cnt; i++)
+        ps_part_unassign(p, parts->elems[i].partition);
     ps_drop_unassigned_streams(p);
     if (cooperative) {
         rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);

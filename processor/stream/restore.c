@@ -7,9 +7,11 @@
  * offset).
  *
  * Owns: nothing after it returns but what it creates — the restored
- * streams, and each assigned partition's resume and dlq_below.  Calls:
- * restore_read (the records), state_record (decode, chunk keys), synth
- * (restore). */
+ * streams (put in the table by processor_state) — and each assigned
+ * partition's resume and dlq_below.  Calls: processor_state (assign the
+ * partitions or take kept ones back, put the streams, a refusal),
+ * restore_read (the records),
+ * state_record (decode, chunk keys), synth (restore). */
 #include "stream/restore.h"
 
 #include <sodium.h>
@@ -65,8 +67,7 @@ static int refuse_progress_count(proc *p, const dp_state_record *r)
              "scale out, give the updates topic enough partitions from the start (topics.partitions)",
              p->cfg->topic_updates, p->updates_partitions, p->cfg->topic_state, r->partition_count,
              r->partition_count);
-    ps_set_fatal(p, "%s", msg);
-    p->fatal_refused = 1;
+    ps_set_refused(p, "%s", msg);
     return DP_EINVAL;
 }
 
@@ -76,9 +77,8 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
 {
     const dp_stream_route *route = dp_stream_config_route(p->cfg, r->stream_id, r->stream_id_len);
     if (!route || strcmp(route->synthesizer, r->synthesizer) != 0) {
-        ps_set_fatal(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
-                     "synthesizer; refusing to start it afresh (that would spend its budget twice)", r->stream_id);
-        p->fatal_refused = 1;
+        ps_set_refused(p, "stream '%s' has a snapshot but the configuration no longer routes it to the same "
+                       "synthesizer; refusing to start it afresh (that would spend its budget twice)", r->stream_id);
         return DP_EINVAL;
     }
     ps_stream *s = ps_stream_new(p, r->stream_id, r->stream_id_len, route, r->partition);
@@ -90,8 +90,7 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
     int rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r->state, r->state_len, err,
                               sizeof err);
     if (rc != DP_OK) {
-        ps_set_fatal(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
-        p->fatal_refused = 1;
+        ps_set_refused(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
         ps_stream_free(s);
         return rc;
     }
@@ -103,13 +102,8 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
     s->cas_digests = *digests;
     *digests = tmp;
     s->index_chunks = r->chunk_count;
-    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
-    if (!slot) {
-        ps_stream_free(s);
+    if (ps_stream_put(p, s) != DP_OK)
         return DP_ENOMEM;
-    }
-    ps_stream_free(slot->value);
-    slot->value = s;
     if (p->o->metrics)
         dp_metrics_restored_stream(p->o->metrics, s->id, s->id_len, route->synthesizer, dp_synth_ledger(s->synth),
                                    dp_synth_open_step(s->synth) - 1, dp_synth_exhausted(s->synth), p->cfg->delta);
@@ -145,8 +139,8 @@ static int restore_records(proc *p, restore_run *run, int idx, int32_t part)
         int rc = restore_decode(p, latest, latest->slots[k].key, latest->slots[k].key_len, v, &r, &run->scratch,
                                 &run->digests, err, sizeof err);
         if (rc != DP_OK) {
-            ps_set_fatal(p, "state topic holds a record that cannot be restored: %s", err);
-            p->fatal_refused = 1;   /* unauthentic or damaged state is never used */
+            /* unauthentic or damaged state is never used */
+            ps_set_refused(p, "state topic holds a record that cannot be restored: %s", err);
             return rc;
         }
         if (r.updates_topic_len != topic_len || memcmp(r.updates_topic, p->cfg->topic_updates, topic_len) != 0 ||
@@ -183,25 +177,25 @@ static int keep_or_restore(proc *p, restore_reader *reader, restore_run *run, rd
                            int idx, int64_t hi, int *restore)
 {
     int32_t part = l->elems[idx].partition;
-    ps_partition *pp = &p->parts[part];
+    const ps_partition *pp = &p->parts[part];
     uint64_t n = hi < pp->kept_end;   /* fewer than then: not the topic it was (fail closed) */
     int rc = n ? DP_OK : restore_read_partition(p, reader, part, pp->kept_end, hi, &run->latest, &n);
     restore_latest_clear(&run->latest);
     if (rc == DP_OK && p->fatal)
         rc = DP_EINVAL;
-    pp->kept = 0;
     *restore = n > 0;
     if (rc != DP_OK || n > 0) {
-        pp->assigned = 0;
-        int drc = ps_drop_unassigned_streams(p);
-        *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
+        ps_part_assign(p, part);   /* no longer kept ... */
+        ps_part_unassign(p, part);
+        int drc = ps_drop_unassigned_streams(p);   /* ... its streams gone */
+        ps_part_assign(p, part);
         if (rc == DP_OK && n > 0)
             dp_log_partition_event(DP_LOG_INFO, "partition_changed", part, "partition %s[%" PRId32 "]: %" PRIu64
                                    " state record(s) written since its revocation (another instance held it): "
                                    "restoring it", p->cfg->topic_updates, part, n);
         return rc != DP_OK ? rc : drc;
     }
-    pp->assigned = 1;
+    ps_part_take_back(p, part);
     l->elems[idx].offset = pp->position != NO_OFFSET ? pp->position : pp->resume;
     run->resume[idx] = KEPT;
     dp_log_partition_event(DP_LOG_INFO, "partition_kept", part, "partition %s[%" PRId32 "]: kept in memory across "
@@ -244,7 +238,7 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
         if (pp->kept)
             n_kept++;
         else
-            *pp = (ps_partition){.assigned = 1, .position = NO_OFFSET, .resume = RD_KAFKA_OFFSET_BEGINNING};
+            ps_part_assign(p, l->elems[i].partition);
         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
     dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s (%d more "

@@ -6,8 +6,10 @@
  * topic holds, and an empty partition costs its share of the two
  * ListOffsets rounds that give every restored partition's watermarks.
  *
- * Owns: the reader clients of a restore.  Calls: librdkafka,
- * state_record (which partition a record belongs to), state_layout. */
+ * Owns: the reader clients of a restore, and updates_partitions (the
+ * updates topic's partition count the restore checked the state against).
+ * Calls: librdkafka, state_record (which partition a record belongs to),
+ * state_layout, processor_state (a refusal). */
 #include "stream/restore_read.h"
 
 #include <inttypes.h>
@@ -121,8 +123,7 @@ int restore_reader_open(proc *p, restore_reader *r)
     if (rc == DP_OK && ns != p->updates_partitions) {
         char msg[1200];
         dp_state_layout_count_message(p->cfg, p->updates_partitions, ns, msg, sizeof msg);
-        ps_set_fatal(p, "%s", msg);
-        p->fatal_refused = 1;
+        ps_set_refused(p, "%s", msg);
         rc = DP_EINVAL;
     }
     return rc;
@@ -147,8 +148,7 @@ static void check_foreign(proc *p, const rd_kafka_message_t *m, const char *topi
              "the same noise): restore the topic name, or give the new input new stream ids or a new key",
              (int)(m->key_len < 200 ? m->key_len : 200), key, p->cfg->topic_state,
              (int)(topic_len < 200 ? topic_len : 200), topic, p->cfg->topic_updates);
-    ps_set_fatal(p, "%s", msg);
-    p->fatal_refused = 1;
+    ps_set_refused(p, "%s", msg);
 }
 
 /* 1 if the record is to be kept; 0 to skip it (another updates topic's, a
@@ -176,8 +176,7 @@ static int record_wanted(proc *p, const rd_kafka_message_t *m, int32_t part)
              " (key '%.*s', offset %" PRId64 "): state written by another layout or by hand; refusing to restore "
              "from it (README \"Operations\": dpstream migrate-state)", p->cfg->topic_state, part, owner,
              (int)(m->key_len < 100 ? m->key_len : 100), (const char *)m->key, m->offset);
-    ps_set_fatal(p, "%s", msg);
-    p->fatal_refused = 1;
+    ps_set_refused(p, "%s", msg);
     return 0;
 }
 

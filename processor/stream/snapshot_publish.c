@@ -8,7 +8,8 @@
  * (state_layout.h: a restore reads only its own partitions).
  *
  * Owns: closing, closing_step, chunk_index, chunk, cksum (the release
- * being written), and uses enc as scratch.  Calls: the codec, state_record,
+ * being written), its encoder scratch enc, snap_state, and each stream's
+ * cas_digests and index_chunks.  Calls: the codec, state_record,
  * committer (ps_produce). */
 #include "stream/snapshot_publish.h"
 
@@ -309,3 +310,15 @@ dp_release_sink ps_release_begin(proc *p, ps_stream *s)
 }
 
 void ps_release_end(proc *p) { p->closing = NULL; }
+
+void ps_release_free(proc *p)
+{
+    free(p->chunk.recs);
+    free(p->chunk.row_at);
+    free(p->chunk.pt_at);
+    free(p->chunk.rows);
+    free(p->chunk.pts);
+    p->chunk = (ps_chunk){.n = 0};
+    dp_buf_free(&p->enc);
+    dp_buf_free(&p->snap_state);   /* wiped after each use */
+}

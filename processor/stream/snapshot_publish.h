@@ -9,6 +9,8 @@
  * event, all produced into the open transaction); ps_release_end after. */
 dp_release_sink ps_release_begin(proc *p, ps_stream *s);
 void            ps_release_end(proc *p);
+/* At teardown: the chunk, the encoder and the state buffer. */
+void            ps_release_free(proc *p);
 /* s's snapshot (state + skip_below + open step) to the state topic. */
 int             ps_write_snapshot(proc *p, ps_stream *s);
 

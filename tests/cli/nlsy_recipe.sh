@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nlsy_recipe.sh — runs connectors/nlsy/make_updates.sh on the real NLSY
+# nlsy_recipe.sh — runs connectors/recipes/nlsy/make_updates.sh on the real NLSY
 # "Males" panel (scripts/install-deps.sh installs Rscript and the plm
 # package).  Without them it FAILS under CI=true (CI runs every test; a
 # missing prerequisite is a missing install step) and otherwise prints
@@ -24,7 +24,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-bash "$SRC/connectors/nlsy/make_updates.sh" --out "$WORK/out" --dpstream "$BIN" --no-install > "$WORK/log" 2>&1 \
+bash "$SRC/connectors/recipes/nlsy/make_updates.sh" --out "$WORK/out" --dpstream "$BIN" --no-install > "$WORK/log" 2>&1 \
     || fail "recipe failed: $(cat "$WORK/log")"
 
 # R's tables of the package data, independently of the recipe's CSV

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spatial_recipe.sh — connectors/spatial/make_updates.py end to end:
+# spatial_recipe.sh — connectors/recipes/spatial/make_updates.py end to end:
 #   * motion-circles on a miniature of the authors' layout (a CSV of
 #     inserts/deletes and an ESRI .shp/.dbf pair of query rectangles built
 #     here, byte by byte, from the format's specification): the min-max
@@ -20,7 +20,7 @@ SRC=${DPSTREAM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-REC="$SRC/connectors/spatial/make_updates.py"
+REC="$SRC/connectors/recipes/spatial/make_updates.py"
 KEY1=$(printf '%064d' 1)
 KEY2=$(printf '%064d' 2)
 

@@ -371,16 +371,16 @@ typedef struct dp_synth_ops {
     void (*release_destroy)(dp_release_half *rel);
     /* The release half's per-stream budget ledger; NULL if it keeps none. */
     const dp_ledger *(*release_ledger)(const dp_release_half *rel);
-    /* (added, optional) ingest_update on u[0..n) in order, with the same
+    /* Optional. ingest_update on u[0..n) in order, with the same
      * reasons and resulting state as n ingest_update calls; may stop at
      * the first negative status.  NULL: callers loop over ingest_update. */
     int  (*ingest_update_batch)(dp_ingest_half *in, const dp_update *u, size_t n,
                                 dp_reject_reason *reasons);
-    /* (added, optional) The step each half will close next; a restore
+    /* Optional. The step each half will close next; a restore
      * refuses a state whose halves and bundle disagree on it. */
     uint64_t (*ingest_open_step)(const dp_ingest_half *in);
     uint64_t (*release_next_step)(const dp_release_half *rel);
-    /* (added, optional) The plan (dp_synth_plan) of a release half: its
+    /* Optional. The plan (dp_synth_plan) of a release half: its
      * configuration's, whatever state it holds.  NULL: not described. */
     int  (*release_describe)(const dp_release_half *rel, dp_synth_plan *out);
 } dp_synth_ops;

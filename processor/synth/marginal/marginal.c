@@ -126,6 +126,7 @@ static void marginal_release_destroy(dp_release_half *rel)
         m->mops->destroy(m->avg);
         m->mops->destroy(m->fresh);
         dp_marginal_mixture_free(m);
+        dp_marginal_indep_free(m);
     }
     dp_ledger_free(&m->ledger);
     dp_marginal_config_free(&m->cfg);
@@ -147,16 +148,28 @@ static void marginal_release_destroy(dp_release_half *rel)
     free(m);
 }
 
+/* Per step: 2K mechanisms (K selections, K measurements), or independent's d counters' measurements. */
 static int new_step_ledger(marginal_release *m, char *errstr, size_t errstr_size)
 {
-    return dp_ledger_reset_exact(&m->ledger, m->cfg.model, m->cfg.budget,
-                                 (uint64_t)m->cfg.selections << (UNIT_BITS + 1), errstr, errstr_size);
+    uint64_t units = m->cfg.method == DP_MARGINAL_INDEPENDENT ? (uint64_t)m->cfg.n_attrs << UNIT_BITS
+                                                              : (uint64_t)m->cfg.selections << (UNIT_BITS + 1);
+    return dp_ledger_reset_exact(&m->ledger, m->cfg.model, m->cfg.budget, units, errstr, errstr_size);
+}
+
+/* The mechanism a budget event and the plan name. */
+static const char *mechanism(const dp_marginal_config *c)
+{
+    if (c->method == DP_MARGINAL_INDEPENDENT)
+        return c->model == DP_PRIVACY_PURE ? NAME "/counters/discrete_laplace" : NAME "/counters/discrete_gaussian";
+    return c->model == DP_PRIVACY_PURE ? NAME "/exponential+discrete_laplace" : NAME "/exponential+discrete_gaussian";
 }
 
 static int plan(marginal_release *m, char *errstr, size_t errstr_size)
 {
     const dp_marginal_config *c = &m->cfg;
     m->group = dp_marginal_group(c);
+    if (c->method == DP_MARGINAL_INDEPENDENT)
+        return dp_marginal_indep_plan(m, errstr, errstr_size);
     double K = c->selections, g = m->group;
     dp_privacy counter_budget;
     if (c->model == DP_PRIVACY_PURE) {
@@ -582,11 +595,12 @@ static int emit_event(marginal_release *m, uint64_t step, uint64_t records, cons
     dp_kv *kv = m->debias;
     kv[n++] = (dp_kv){"noisy_total", m->last_total};
     kv[n++] = (dp_kv){c->fit == DP_MARGINAL_FIT_MW ? "fit_mw" : "fit_pgm", 1};
-    kv[n++] = (dp_kv){c->method == DP_MARGINAL_SMF ? "method_select_measure_fit" : "method_mwem", 1};
+    kv[n++] = (dp_kv){c->method == DP_MARGINAL_SMF ? "method_select_measure_fit"
+                      : c->method == DP_MARGINAL_MWEM ? "method_mwem" : "method_independent", 1};
     kv[n++] = (dp_kv){c->aggregate == DP_MARGINAL_AGG_MEAN ? "aggregate_mean" : "aggregate_last", 1};
     kv[n++] = (dp_kv){"selection_epsilon", m->em.epsilon};
     kv[n++] = (dp_kv){"workloads", (double)c->n_workloads};
-    for (size_t l = 0; l < c->selections && step > 0; l++) {
+    for (size_t l = 0; l < c->selections && step > 0 && c->method != DP_MARGINAL_INDEPENDENT; l++) {
         kv[n++] = (dp_kv){m->sel_names[l][0], (double)m->sel[l]};
         kv[n++] = (dp_kv){m->sel_names[l][1], m->sel_sd[l]};
     }
@@ -617,8 +631,7 @@ static int emit_event(marginal_release *m, uint64_t step, uint64_t records, cons
         .stream_id_len = m->stream_id_len,
         .step = step,
         .status = m->exhausted ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE,
-        .mechanism = c->model == DP_PRIVACY_PURE ? NAME "/exponential+discrete_laplace"
-                                                 : NAME "/exponential+discrete_gaussian",
+        .mechanism = mechanism(c),
         .unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
                                      : "event-level: one row inserted or deleted at one step (parallel over steps)",
         .neighbors = c->replace ? "replace" : "add_remove",
@@ -655,8 +668,9 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     }
     int rc = new_step_ledger(m, errstr, errstr_size);
     if (rc == DP_OK)
-        rc = c->method == DP_MARGINAL_SMF ? step_smf(m, step, errstr, errstr_size)
-                                          : step_mwem(m, step, errstr, errstr_size);
+        rc = c->method == DP_MARGINAL_SMF    ? step_smf(m, step, errstr, errstr_size)
+             : c->method == DP_MARGINAL_MWEM ? step_mwem(m, step, errstr, errstr_size)
+                                             : dp_marginal_indep_step(m, step, errstr, errstr_size);
     if (rc != DP_OK) {
         m->exhausted = 1;   /* fail closed: a half-spent step is not continued */
         return rc;
@@ -672,7 +686,8 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     m->sink = sink;
     dp_drbg g;
     step_drbg(m, &g, step, "rows", 0);
-    rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
+    rc = c->method == DP_MARGINAL_SMF           ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
+         : c->method == DP_MARGINAL_INDEPENDENT ? dp_marginal_indep_rows(m, m->last_rows, &g, emit_row, m)
          : m->G                       ? dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m)
                                       : dp_marginal_mixture_rows(m, m->last_rows, &g, emit_row, m);
     dp_drbg_wipe(&g);
@@ -696,7 +711,7 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
     const marginal_release *m = (const marginal_release *)rel;
     const dp_marginal_config *c = &m->cfg;
     int pure = c->model == DP_PRIVACY_PURE;
-    out->mechanism = pure ? NAME "/exponential+discrete_laplace" : NAME "/exponential+discrete_gaussian";
+    out->mechanism = mechanism(c);
     out->unit = c->max_rows_per_user ? "user-level: an entity's max_rows_per_user row events (parallel over steps)"
                                      : "event-level: one row inserted or deleted at one step (parallel over steps)";
     out->neighbors = c->replace ? "replace" : "add_remove";
@@ -704,19 +719,25 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
     dp_plan_budget(out, c->model, c->budget, c->delta);
     out->horizon = c->horizon;
     out->composition = "parallel";
-    out->spend_rule = "every step spends the whole budget on its own row events: K selections (exponential "
-                      "mechanism) and K measurements of budget/(2K) each";
+    int indep = c->method == DP_MARGINAL_INDEPENDENT;
+    out->spend_rule = indep ? "every step spends the whole budget on its own row events: each attribute's 1-way "
+                              "marginal by continual counters, budget/d per attribute (d attributes)"
+                            : "every step spends the whole budget on its own row events: K selections (exponential "
+                              "mechanism) and K measurements of budget/(2K) each";
     int rc = dp_plan_run_add(out, 1, c->horizon, dp_ledger_units_value(&m->ledger, m->ledger.units_total));
     double part = dp_ledger_units_value(&m->ledger, (uint64_t)1 << UNIT_BITS);
-    dp_plan_kv(out->spend, &out->n_spend, "selections_per_step", (double)c->selections);
-    dp_plan_kv(out->spend, &out->n_spend, "per_selection", part);
-    dp_plan_kv(out->spend, &out->n_spend, "per_measurement", part);
-    dp_plan_kv(out->noise, &out->n_noise, "selection_epsilon", m->em.epsilon);
+    dp_plan_kv(out->spend, &out->n_spend, indep ? "attributes" : "selections_per_step",
+               (double)(indep ? c->n_attrs : c->selections));
+    dp_plan_kv(out->spend, &out->n_spend, indep ? "per_attribute" : "per_selection", part);
+    if (!indep) {
+        dp_plan_kv(out->spend, &out->n_spend, "per_measurement", part);
+        dp_plan_kv(out->noise, &out->n_noise, "selection_epsilon", m->em.epsilon);
+    }
     dp_plan_kv(out->noise, &out->n_noise, pure ? "measurement_scale" : "measurement_sigma2", m->noise_param);
     dp_plan_kv(out->noise, &out->n_noise, "group", (double)m->group);
     dp_plan_kv(out->noise, &out->n_noise, "workloads", (double)c->n_workloads);
     double sd = m->noise_sd;
-    if (c->method == DP_MARGINAL_SMF) {
+    if (c->method != DP_MARGINAL_MWEM) {
         dp_counter *probe = NULL;
         dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
         if (rc == DP_OK && (rc = dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0)) == DP_OK) {

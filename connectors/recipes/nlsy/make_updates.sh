@@ -3,7 +3,7 @@
 # r-cran-plm) into dpstream updates, then run them through the sample
 # configuration offline.  See README.md.
 #
-#   connectors/nlsy/make_updates.sh [--out DIR] [--dpstream PATH] [--no-install] [--no-replay]
+#   connectors/recipes/nlsy/make_updates.sh [--out DIR] [--dpstream PATH] [--no-install] [--no-replay]
 #
 #   --out DIR        where to write (default ./nlsy-out)
 #   --dpstream PATH  the dpstream binary (default: build/dpstream, then $PATH)
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$DPSTREAM" ]; then
-    if [ -x "$HERE/../../build/dpstream" ]; then DPSTREAM="$HERE/../../build/dpstream"
+    if [ -x "$HERE/../../../build/dpstream" ]; then DPSTREAM="$HERE/../../../build/dpstream"
     elif command -v dpstream > /dev/null; then DPSTREAM=$(command -v dpstream)
     else echo "make_updates.sh: no dpstream binary: build it (scripts/build.sh) or pass --dpstream" >&2; exit 2
     fi
