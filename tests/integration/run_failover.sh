@@ -117,22 +117,28 @@ grep -q "revoked" "$WORK/a.err" || fail "A never had partitions revoked when B j
 sleep 2   # the second round of a cooperative rebalance; A's assignment after an eager one
 # A held all 4 partitions; B's join only takes some away.  Whatever the
 # protocol, A must restore none of the partitions it keeps (issue 42 §4):
-# no partition of A resumes from the state topic after B's join (each
-# restored partition logs one "partition_resume" line), and under the
-# eager protocol every partition A keeps comes back from memory
-# ("partition_kept").
+# no restore of a partition by A after B's join ("restoring N
+# partition(s)" with N > 0), and under the eager protocol every partition
+# A keeps comes back from memory ("partition_kept").
+# A rewind (a transaction aborted, e.g. its offsets refused with
+# ILLEGAL_GENERATION when a commit races a cooperative rebalance's second
+# round on librdkafka 2.0.2: docs/kafka.md §5) restores everything as after
+# a crash; those restores are counted apart.
 a_join=$(tail -n +"$((a_before_join + 1))" "$WORK/a.err")
-a_resumed=$(grep -c "nothing committed yet, starting at the beginning\|: resuming at offset" <<< "$a_join" || true)
-[ "$a_resumed" -eq 0 ] || fail "${STRATEGY:-eager}: A restored $a_resumed partition(s) it kept when B joined"
+a_rewinds=$(grep -c "rewinding [0-9]* partition" <<< "$a_join" || true)
+a_restores=$(grep -c "restoring [1-9][0-9]* partition" <<< "$a_join" || true)
+[ "$a_restores" -le "$a_rewinds" ] || fail "${STRATEGY:-eager}: A restored partitions it kept when B joined" \
+    "($a_restores restores, $a_rewinds of them rewinds after an aborted transaction)"
+[ "$a_rewinds" -eq 0 ] || echo "note: A rewound $a_rewinds time(s) after an aborted transaction during B's join"
 a_kept=$(grep -c "kept in memory across the rebalance" <<< "$a_join" || true)
 a_assigned=$(grep -o "assigned [0-9]* partition(s)" <<< "$a_join" | tail -1 | grep -o "[0-9]*" || true)
 if [ -n "$STRATEGY" ]; then
-    [ "$(grep -c "restoring [1-9][0-9]* partition" "$WORK/a.err")" -eq 1 ] \
+    [ "$(grep -c "restoring [1-9][0-9]* partition" "$WORK/a.err")" -eq $((1 + a_rewinds)) ] \
         || fail "$STRATEGY: A restored partitions again when B joined"
     grep -q "revoked [123] partition(s) .*(incremental" "$WORK/a.err" \
         || fail "$STRATEGY: A did not have only some partitions revoked"
     grep -o "revoked [0-9]* partition(s) [^\"]*callback [0-9]* ms" "$WORK/a.err" | head -1
-else
+elif [ "$a_rewinds" -eq 0 ]; then
     [ -n "$a_assigned" ] && [ "$a_assigned" -ge 1 ] && [ "$a_kept" -eq "$a_assigned" ] \
         || fail "eager: A was assigned ${a_assigned:-no} partition(s) after B joined but kept $a_kept in memory"
     echo "eager: A kept its $a_kept remaining partition(s) in memory across B's join, restoring none"
