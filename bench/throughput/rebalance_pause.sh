@@ -9,11 +9,16 @@
 # consumed nothing — with the eager protocol, from the start of its revoke
 # callback to the end of its assign callback (it holds no partition in
 # between); with a cooperative one, only its callbacks block it.  And B's
-# restore of what it gained.  STRATEGY: librdkafka's
+# restore of what it gained.  While B joins, a feeder appends a report to
+# every stream each FEED_MS ms (default 4), and A's partition_pause events
+# give, per partition A keeps, the gap between the last message it handled
+# before the rebalance and the first after: the pause the staying
+# partitions see.  STRATEGY: librdkafka's
 # partition.assignment.strategy for both (default: librdkafka's, eager
 # "range,roundrobin"; or "cooperative-sticky").  Prints RESULT lines.  Not
 # a test: numbers depend on the machine.  Topics have a unique prefix and
 # are deleted at the end (Python venv, confluent-kafka).
+# REBALANCE_LOGS=DIR keeps both instances' logs there.
 # Usage: bash rebalance_pause.sh path/to/dpstream [N] [STRATEGY]
 set -euo pipefail
 BIN=$(realpath "${1:?usage: rebalance_pause.sh path/to/dpstream [N] [STRATEGY]}")
@@ -74,14 +79,35 @@ wait_for() {   # $1 = log, $2 = pattern, $3 = count
 }
 start a
 wait_for "$WORK/a.err" "released step 2 of stream" 4
-sleep 1
+# A steady trickle of step-3 reports to every stream (one per stream every
+# FEED_MS ms, new entities) from before B's join to after it, so that each
+# partition A keeps has a message to handle at every moment: the gap
+# around the rebalance between two handled messages of such a partition
+# (A's partition_pause events) is what the rebalance cost it.
+FEED_MS=${FEED_MS:-4}
+python3 - "$WORK/streams" "$FEED_MS" 2> /dev/null <<'PYEOF' | "$BIN" produce --config "$WORK/config.json" --input - \
+        --partitions 4 > /dev/null 2> "$WORK/feed.err" &
+import sys, time, json
+streams = open(sys.argv[1]).read().split()
+gap, i, end = int(sys.argv[2]) / 1000, 0, time.monotonic() + 30
+while time.monotonic() < end:
+    i += 1
+    for s in streams:
+        print(json.dumps({"stream": s, "step": 3, "kind": "REPORT", "entity": f"f{i}", "value": i % 2}), flush=True)
+    time.sleep(gap)
+PYEOF
+PIDS+=($!)
+FEED=$!
+sleep 3
 b_start=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 start b
 wait_for "$WORK/b.err" '"event":"restore_done"' 1
 sleep 8   # a cooperative rebalance takes two rounds
 stop_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)   # what shutdown revokes is not the rebalance's
-for p in "${PIDS[@]}"; do kill -TERM "$p"; wait "$p" || true; done
+kill -TERM "$FEED" 2>/dev/null || true
+for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" || true; done
 PIDS=()
+[ -z "${REBALANCE_LOGS:-}" ] || cp "$WORK/a.err" "$WORK/b.err" "$REBALANCE_LOGS/"   # to look at
 python3 - "$WORK/a.err" "$WORK/b.err" "$b_start" "${STRATEGY:-default (eager)}" "$stop_at" <<'PYEOF'
 import sys, json, re, datetime
 def events(path, since, until=sys.argv[5]):
@@ -101,7 +127,15 @@ def cb(e):
     return int(m.group(1)), int(m.group(2))
 rev = [e for e in a if e["event"] == "rebalance_revoke"]
 asg = [e for e in a if e["event"] == "rebalance_assign"]
-rst = [e for e in a if e["event"] == "restore_start"]
+rst = [e for e in a if e["event"] == "restore_start" and not re.search(r"restoring 0 partition", e["msg"])]
+kept = sorted({e["partition"] for e in a if e["event"] == "partition_kept"})
+# per partition A handled messages of both before and after the rebalance:
+# the longest gap between two of its handled messages across a rebalance
+gaps = {}
+for e in a:
+    if e["event"] == "partition_pause":
+        ms = int(re.search(r"handled (\d+) ms after", e["msg"]).group(1))
+        gaps[e["partition"]] = max(gaps.get(e["partition"], 0), ms)
 revoked = sum(cb(e)[0] for e in rev)
 reassigned = sum(cb(e)[0] for e in asg)
 blocked = sum(cb(e)[1] for e in rev + asg)
@@ -117,6 +151,9 @@ bs = [e for e in b if e["event"] == "restore_start"]
 bd = [e for e in b if e["event"] == "restore_done"]
 b_ms = int((bd[-1]["t"] - bs[-1]["t"]).total_seconds() * 1000) if bs and bd else -1
 print(f"RESULT rebalance ({sys.argv[4]}): A had {revoked} partition(s) revoked and {reassigned} (re)assigned "
-      f"in {len(rev)} revoke / {len(asg)} assign callbacks ({blocked} ms in them), restores {len(rst)}; "
-      f"A's pause: {how}; B restored what it gained in {b_ms} ms")
+      f"in {len(rev)} revoke / {len(asg)} assign callbacks ({blocked} ms in them), restores of partitions "
+      f"{len(rst)}, partitions kept in memory {kept}; A's pause: {how}; B restored what it gained in {b_ms} ms")
+print(f"RESULT staying partitions ({sys.argv[4]}): gap between the last message A handled before the rebalance "
+      f"and the first after, per partition A kept: " +
+      (", ".join(f"[{k}] {v} ms" for k, v in sorted(gaps.items())) or "none seen"))
 PYEOF

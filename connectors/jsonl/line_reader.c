@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/dp_error.h"
 
@@ -11,7 +12,27 @@ int dp_line_reader_init(dp_line_reader *r, FILE *f, size_t max)
     memset(r, 0, sizeof *r);
     r->f = f;
     r->max = max;
+    struct stat st;
+    r->stream = fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode);
     return (r->buf = malloc(max + 1)) ? DP_OK : DP_ENOMEM;
+}
+
+/* Refill the chunk.  From a pipe, up to the next newline only: fread waits
+ * for a whole chunk (64 KiB), so `dpstream produce --input -` fed line by
+ * line would send its lines in bursts a chunk apart
+ * (bench/throughput/rebalance_pause.sh feeds one that way). */
+static size_t fill(dp_line_reader *r)
+{
+    if (!r->stream)
+        return fread(r->chunk, 1, sizeof r->chunk, r->f);
+    size_t n = 0;
+    int c;
+    while (n < sizeof r->chunk && (c = getc(r->f)) != EOF) {
+        r->chunk[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    return n;
 }
 
 void dp_line_reader_free(dp_line_reader *r)
@@ -29,7 +50,7 @@ int dp_line_next(dp_line_reader *r, size_t *len, int *truncated)
         if (r->chunk_pos == r->chunk_len) {
             if (r->eof)
                 break;
-            r->chunk_len = fread(r->chunk, 1, sizeof r->chunk, r->f);
+            r->chunk_len = fill(r);
             r->chunk_pos = 0;
             if (r->chunk_len == 0) {
                 if (ferror(r->f)) {

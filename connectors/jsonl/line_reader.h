@@ -18,6 +18,7 @@ typedef struct dp_line_reader {
     size_t  chunk_pos;
     int     eof;
     int     error;      /* a read error happened */
+    int     stream;     /* not a regular file (a pipe, a terminal): lines are handed out as they arrive */
 } dp_line_reader;
 
 /* DP_OK or DP_ENOMEM. */

@@ -34,6 +34,7 @@ struct dp_mock_harness {
     dp_key                   key;
     char                     instance[64];
     dp_processor_options     popts;
+    dp_metrics              *metrics;     /* the caller's, or NULL */
     int                      prc;
     char                     perr[1400];
 };
@@ -191,12 +192,15 @@ int dp_mock_processor_start(dp_mock_harness *h, const dp_key *key, const char *i
                                       .dlq_commit_ms = 1000,
                                       .debug_commit_delay_ms = 0,
                                       .stop = &h->stop,
+                                      .metrics = h->metrics,
                                       .skip_create_topics = 1};
     if (pthread_create(&h->thread, NULL, processor_thread, h) != 0)
         return dp_err(errstr, errn, DP_EIO, "cannot start the processor thread");
     h->started = 1;
     return DP_OK;
 }
+
+void dp_mock_set_metrics(dp_mock_harness *h, dp_metrics *m) { h->metrics = m; }
 
 int dp_mock_processor_running(dp_mock_harness *h)
 {

@@ -34,6 +34,7 @@
 
 #include "connectors/export/export_assemble.h"
 #include "core/drbg.h"
+#include "stream/metrics.h"
 #include "stream/stream_config.h"
 #include "synth/common/synth.h"
 
@@ -52,6 +53,10 @@ const dp_stream_config  *dp_mock_config(const dp_mock_harness *h);
  * `instance`, `chunk_records` records per message, no idle close. */
 int  dp_mock_processor_start(dp_mock_harness *h, const dp_key *key, const char *instance,
                              uint32_t chunk_records, char *errstr, size_t errstr_size);
+/* The metrics the next dp_mock_processor_start passes to the processor
+ * (the caller keeps them; NULL: none), e.g. to count its aborted
+ * transactions and rewinds. */
+void dp_mock_set_metrics(dp_mock_harness *h, dp_metrics *m);
 /* 1 while the processor thread has not returned. */
 int  dp_mock_processor_running(dp_mock_harness *h);
 /* Ask it to stop, join it; its status (DP_OK after a clean shutdown), its

@@ -5,13 +5,13 @@
  * append CLOSE_STEP markers after an idle timeout.
  *
  * Owns: new streams until they are in the table, each stream's gate,
- * skip_below, pending and step timer, each partition's position, the poll
- * batch (allocated, filled, decoded, released here) and the run being
- * collected, its encoder (dead letters, markers), the idle-marker
- * bookkeeping, and the progress counters n_msgs, n_steps, n_dlq,
- * n_markers.  Calls: route_table (an update's stream, the rule replay
- * shares), synth (ingest, close), snapshot_publish (the release and the
- * snapshot), committer (transactions, produce, a partition consumed),
+ * skip_below, pending and step timer, each partition's position and
+ * handled time, the poll batch (allocated, filled, decoded, released here)
+ * and the run being collected, its encoder (dead letters, markers), the
+ * idle-marker bookkeeping, and the progress counters n_msgs, n_steps,
+ * n_dlq, n_markers.  Calls: route_table (an update's stream, the rule
+ * replay shares), synth (ingest, close), snapshot_publish (the release and
+ * the snapshot), committer (transactions, produce, a partition consumed),
  * processor_state (the tables). */
 #include "stream/consume_loop.h"
 
@@ -428,6 +428,20 @@ void ps_consume_release(proc *p, ssize_t n)
         rd_kafka_message_destroy(p->batch[i]);
 }
 
+/* The first message of a partition handled after a rebalance says how long
+ * its partition paused across it (bench/throughput/rebalance_pause.sh):
+ * from the last one handled before — for a partition this instance kept,
+ * the cost of the rebalance to it. */
+static void note_handled(proc *p, ps_partition *pp, int32_t part)
+{
+    if (pp->handled_gen != p->generation && pp->handled_ms > 0)
+        dp_log_partition_event(DP_LOG_INFO, "partition_pause", part, "partition %s[%" PRId32 "]: first message "
+                               "after a rebalance handled %" PRId64 " ms after the one before it",
+                               p->cfg->topic_updates, part, p->now - pp->handled_ms);
+    pp->handled_gen = p->generation;
+    pp->handled_ms = p->now;
+}
+
 /* Handle p->batch[0..n) in log order. */
 int ps_handle_batch(proc *p, size_t n)
 {
@@ -457,6 +471,7 @@ int ps_handle_batch(proc *p, size_t n)
         }
         if (!pp->assigned)
             continue;   /* stale message of a revoked partition */
+        note_handled(p, pp, m->partition);
         p->n_msgs++;
         dp_update *u = &p->batch_upd[i];
         if ((rc = learn_writer(p, m)) != DP_OK)
@@ -510,8 +525,8 @@ void ps_idle_markers(proc *p)
     int64_t now = ps_now_ms();
     for (size_t i = 0; i < p->streams.cap; i++) {
         ps_stream *s = dp_bytes_map_at(&p->streams, i);
-        if (!s || dp_synth_exhausted(s->synth))
-            continue;
+        if (!s || dp_synth_exhausted(s->synth) || !p->parts[s->partition].assigned)
+            continue;   /* (a kept partition's stream waits for its partition to come back) */
         uint64_t open = dp_synth_open_step(s->synth);
         if (now - s->step_opened_ms < p->o->idle_timeout_ms)
             continue;

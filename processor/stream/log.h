@@ -18,7 +18,8 @@
  *
  * Events (the processor's; README "Operations" lists them with their
  * levels): startup, subscribed, shutdown, fatal, progress, restore_start,
- * restore_done, stream_restored, partition_resume, rebalance_assign,
+ * restore_done, stream_restored, partition_resume, partition_kept,
+ * partition_changed, partition_pause, rebalance_assign,
  * rebalance_revoke, rewind, txn_commit, txn_held, txn_held_end, txn_abort, txn_error,
  * step_released, step_close_failed, budget_exhausted, idle_marker,
  * dead_letter, topic_created, librdkafka, cli_error, log; and

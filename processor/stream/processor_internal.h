@@ -64,6 +64,15 @@ typedef struct ps_partition {
     int64_t resume;        /* restore: where the last restore started it (an offset or a logical one) */
     int64_t dlq_below;     /* restore: rejections below this offset are already published */
     int     dirty;         /* committer (ps_txn_consumed sets, a commit clears): consumed since the last commit */
+    /* processor_state (ps_part_keep sets, ps_part_take_back, ps_forget_kept
+     * and ps_part_assign clear): revoked by an eager rebalance right after
+     * a commit, its streams kept in memory in case the same rebalance gives
+     * it back; kept_end: its state partition's high watermark after that
+     * commit (docs/kafka.md §2) */
+    int     kept;
+    int64_t kept_end;
+    int64_t handled_ms;    /* consume_loop: when its last message was handled (monotonic ms; 0: none) */
+    uint64_t handled_gen;  /* consume_loop: the rebalance generation that message was handled in */
 } ps_partition;
 
 /* A record copied out of the sink callback (its payload is borrowed). */
@@ -165,7 +174,14 @@ void          ps_stream_free(ps_stream *s);
 /* Put s in the stream table, replacing (and freeing) any stream of its id;
  * DP_OK, or DP_ENOMEM with s freed. */
 int           ps_stream_put(proc *p, ps_stream *s);
-int           ps_drop_unassigned_streams(proc *p);
+int           ps_drop_unassigned_streams(proc *p);   /* keeps those of kept partitions */
+/* Partition id (if assigned) revoked with its streams kept in memory; end:
+ * its state partition's high watermark after the revocation's commit. */
+void          ps_part_keep(proc *p, int32_t id, int64_t end);
+/* Kept partition id assigned again, its streams as they were. */
+void          ps_part_take_back(proc *p, int32_t id);
+/* Forget the kept partitions (ps_partition.kept) and drop their streams. */
+int           ps_forget_kept(proc *p);
 /* The updates topic's partition count (metadata, cached until the next
  * rebalance forgets it), or 0 if the broker did not say. */
 int32_t       ps_input_partition_count(proc *p);

@@ -4,8 +4,8 @@
  *
  * Owns: fatal, fatal_refused and fatal_msg; the stream table's membership
  * and lifetime (streams); the partition table (parts, n_parts) with each
- * partition's assigned flag; the cached input partition count.  A leaf: it
- * calls no other part. */
+ * partition's assigned and kept flags (and kept_end); the cached input
+ * partition count.  A leaf: it calls no other part. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +31,7 @@ void ps_state_init(proc *p)
 void ps_state_free(proc *p)
 {
     ps_part_unassign(p, -1);
-    ps_drop_unassigned_streams(p);
+    ps_forget_kept(p);
     dp_bytes_map_free(&p->streams);
     free(p->parts);
     p->parts = NULL;
@@ -110,13 +110,39 @@ static int keep_assigned_cb(void *value, void *ctx)
 {
     proc *p = ctx;
     ps_stream *s = value;
-    return s->partition >= 0 && s->partition < p->n_parts && p->parts[s->partition].assigned;
+    return s->partition >= 0 && s->partition < p->n_parts &&
+           (p->parts[s->partition].assigned || p->parts[s->partition].kept);
 }
 
-/* Drop the streams of partitions no longer assigned. */
+/* Drop the streams of partitions no longer assigned (nor kept). */
 int ps_drop_unassigned_streams(proc *p)
 {
     return dp_bytes_map_filter(&p->streams, keep_assigned_cb, drop_stream_cb, p);
+}
+
+void ps_part_keep(proc *p, int32_t id, int64_t end)
+{
+    ps_partition *pp = ps_part_get(p, id);
+    if (pp && pp->assigned) {
+        pp->kept = 1;
+        pp->kept_end = end;
+    }
+}
+
+void ps_part_take_back(proc *p, int32_t id)
+{
+    ps_partition *pp = ps_part_get(p, id);
+    if (pp && pp->kept) {
+        pp->kept = 0;
+        pp->assigned = 1;
+    }
+}
+
+int ps_forget_kept(proc *p)
+{
+    for (int32_t i = 0; i < p->n_parts; i++)
+        p->parts[i].kept = 0;
+    return ps_drop_unassigned_streams(p);
 }
 
 ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route,

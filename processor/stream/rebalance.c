@@ -4,9 +4,15 @@
  * everything, restore as a restarted instance would), and the re-seek after
  * a rebalance that happened inside a consume call.
  *
- * Owns: generation.  Calls: restore, committer (finish or abort the open
- * transaction; the rewind count), processor_state (unassign partitions,
- * drop their streams, forget the input partition count). */
+ * An eager rebalance's revocation keeps the revoked partitions' streams
+ * in memory after its commit (keep_revoked); restore checks and resumes
+ * the ones that come back, and the others are dropped once the assignment
+ * is known.
+ *
+ * Owns: generation.  Calls: restore, restore_read (the kept partitions'
+ * state watermarks), committer (finish or abort the open transaction; the
+ * rewind count), processor_state (unassign and keep partitions, drop their
+ * streams, forget the input partition count). */
 #include "stream/rebalance.h"
 
 #include <inttypes.h>
@@ -21,6 +27,7 @@
 #include "stream/processor_internal.h"
 #include "stream/committer.h"
 #include "stream/restore.h"
+#include "stream/restore_read.h"
 
 /* Seek every partition of l to its offset; DP_EIO (logged) if any fails. */
 static int seek_to(proc *p, rd_kafka_topic_partition_list_t *l)
@@ -56,7 +63,7 @@ int ps_rewind_assigned(proc *p)
         return DP_EIO;
     }
     ps_part_unassign(p, -1);
-    int rc = ps_drop_unassigned_streams(p);   /* all of them */
+    int rc = ps_forget_kept(p);   /* all of them */
     if (rc != DP_OK)
         return rc;
     rd_kafka_topic_partition_list_t *l = NULL;
@@ -100,6 +107,29 @@ int ps_reseek_assigned(proc *p)
     return rc;
 }
 
+/* An eager rebalance revokes every partition and assigns again, most of
+ * them to the same instance: keep the streams of the revoked partitions in
+ * memory (ps_partition.kept) when what they hold is exactly what was just
+ * committed — the revocation's commit succeeded, nothing is open, no
+ * rewind is pending and the partitions were revoked, not lost — and note
+ * each one's state partition high watermark, against which restore checks
+ * that nobody wrote it before the partition came back (docs/kafka.md §2).
+ * The cooperative protocol never revokes what stays. */
+static void keep_revoked(proc *p, rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts)
+{
+    if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS || rd_kafka_assignment_lost(rk) || ps_txn_is_open(p) ||
+        ps_txn_need_rewind(p) || p->fatal || parts->cnt == 0)
+        return;   /* (no commit runs: the callback waited for it) */
+    int64_t *end = calloc((size_t)parts->cnt, sizeof *end);
+    if (!end || restore_read_ends(p, parts, end) != DP_OK) {
+        free(end);
+        return;   /* restored when it comes back, as any partition */
+    }
+    for (int i = 0; i < parts->cnt; i++)
+        ps_part_keep(p, parts->elems[i].partition, end[i]);
+    free(end);
+}
+
 /* Tell the metrics how many partitions this instance holds now. */
 static void count_assigned(proc *p)
 {
@@ -126,6 +156,8 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
             return;
         }
         int rc = ps_restore_partitions(p, parts);
+        if (rc == DP_OK)
+            rc = ps_forget_kept(p);   /* kept, but assigned elsewhere */
         if (rc == DP_ECANCELED) {
             dp_log(DP_LOG_INFO, "%s", "shutdown requested while restoring; partitions left unassigned");
             return;
@@ -161,6 +193,8 @@ void ps_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
         else
             ps_txn_abort(p);
     }
+    if (!cooperative)
+        keep_revoked(p, rk, err, parts);
     for (int i = 0; i < parts->cnt; i++)
         ps_part_unassign(p, parts->elems[i].partition);
     ps_drop_unassigned_streams(p);

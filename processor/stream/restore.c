@@ -9,7 +9,8 @@
  * Owns: nothing after it returns but what it creates — the restored
  * streams (put in the table by processor_state) — and each assigned
  * partition's resume and dlq_below.  Calls: processor_state (assign the
- * partitions, put the streams, a refusal), restore_read (the records),
+ * partitions or take kept ones back, put the streams, a refusal),
+ * restore_read (the records),
  * state_record (decode, chunk keys), synth (restore). */
 #include "stream/restore.h"
 
@@ -160,12 +161,57 @@ static int restore_records(proc *p, restore_run *run, int idx, int32_t part)
     return DP_OK;
 }
 
+/* What marks an element kept in memory (keep_or_restore) in run->resume. */
+#define KEPT INT64_MIN
+
+/* A partition an eager rebalance revoked right after a commit and gives
+ * back (ps_partition.kept): its streams are still in memory as that commit
+ * left them, unless another instance wrote its state partition since
+ * (docs/kafka.md §2).  What lies past kept_end, the high watermark seen
+ * after that commit, is read (read_committed): nothing but transaction
+ * markers (that commit's own, written after EndTxn returned) means nobody
+ * did, and the partition resumes where its handling stopped with nothing
+ * restored.  Otherwise its streams are dropped and it is restored like any
+ * other (*restore = 1). */
+static int keep_or_restore(proc *p, restore_reader *reader, restore_run *run, rd_kafka_topic_partition_list_t *l,
+                           int idx, int64_t hi, int *restore)
+{
+    int32_t part = l->elems[idx].partition;
+    const ps_partition *pp = &p->parts[part];
+    uint64_t n = hi < pp->kept_end;   /* fewer than then: not the topic it was (fail closed) */
+    int rc = n ? DP_OK : restore_read_partition(p, reader, part, pp->kept_end, hi, &run->latest, &n);
+    restore_latest_clear(&run->latest);
+    if (rc == DP_OK && p->fatal)
+        rc = DP_EINVAL;
+    *restore = n > 0;
+    if (rc != DP_OK || n > 0) {
+        ps_part_assign(p, part);   /* no longer kept ... */
+        ps_part_unassign(p, part);
+        int drc = ps_drop_unassigned_streams(p);   /* ... its streams gone */
+        ps_part_assign(p, part);
+        if (rc == DP_OK && n > 0)
+            dp_log_partition_event(DP_LOG_INFO, "partition_changed", part, "partition %s[%" PRId32 "]: %" PRIu64
+                                   " state record(s) written since its revocation (another instance held it): "
+                                   "restoring it", p->cfg->topic_updates, part, n);
+        return rc != DP_OK ? rc : drc;
+    }
+    ps_part_take_back(p, part);
+    l->elems[idx].offset = pp->position != NO_OFFSET ? pp->position : pp->resume;
+    run->resume[idx] = KEPT;
+    dp_log_partition_event(DP_LOG_INFO, "partition_kept", part, "partition %s[%" PRId32 "]: kept in memory across "
+                           "the rebalance (its state unchanged since its revocation), resuming at offset %" PRId64,
+                           p->cfg->topic_updates, part, l->elems[idx].offset);
+    return DP_OK;
+}
+
 /* Each element's offset: where its progress record says, or (nothing of
  * it ever committed) the beginning — restored streams still skip what
- * their snapshots cover. */
+ * their snapshots cover.  Kept elements have theirs already. */
 static void set_resume(proc *p, rd_kafka_topic_partition_list_t *l, const int64_t *resume)
 {
     for (int i = 0; i < l->cnt; i++) {
+        if (resume[i] == KEPT)
+            continue;
         l->elems[i].offset = resume[i] == NO_OFFSET ? RD_KAFKA_OFFSET_BEGINNING : resume[i];
         p->parts[l->elems[i].partition].resume = l->elems[i].offset;
         if (resume[i] == NO_OFFSET)
@@ -180,16 +226,24 @@ static void set_resume(proc *p, rd_kafka_topic_partition_list_t *l, const int64_
 }
 
 /* Restore the streams of the partitions in `l` (marked assigned) and set
- * each element's offset to where consumption must resume. */
+ * each element's offset to where consumption must resume; those kept in
+ * memory since their revocation are only checked (keep_or_restore). */
 static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
 {
+    int n_kept = 0;
     for (int i = 0; i < l->cnt; i++) {
-        if (!ps_part_assign(p, l->elems[i].partition))
+        ps_partition *pp = ps_part_get(p, l->elems[i].partition);
+        if (!pp)
             return DP_ENOMEM;
+        if (pp->kept)
+            n_kept++;
+        else
+            ps_part_assign(p, l->elems[i].partition);
         l->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
     }
-    dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s", l->cnt,
-                 p->cfg->topic_updates, p->cfg->topic_state);
+    dp_log_event(DP_LOG_INFO, "restore_start", NULL, 0, 0, "restoring %d partition(s) of %s from %s (%d more "
+                 "kept in memory since their revocation, unless their state changed)", l->cnt - n_kept,
+                 p->cfg->topic_updates, p->cfg->topic_state, n_kept);
     restore_run run = {.restored = 0};
     dp_bytes_map_init(&run.latest);
     dp_buf_init(&run.scratch);
@@ -221,6 +275,10 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
      * restored (bench/RESULTS.md: peak RSS), and reads each byte of the
      * restored partitions' state once (an empty one not at all). */
     for (int pi = 0; rc == DP_OK && pi < l->cnt; pi++) {
+        int restore = 1;
+        if (p->parts[l->elems[pi].partition].kept &&
+            ((rc = keep_or_restore(p, &reader, &run, l, pi, hi[pi], &restore)) != DP_OK || !restore))
+            continue;
         uint64_t before = n_read;
         rc = restore_read_partition(p, &reader, l->elems[pi].partition, lo[pi], hi[pi], &run.latest, &n_read);
         n_read_parts += n_read > before;
@@ -233,9 +291,13 @@ static int restore_partitions(proc *p, rd_kafka_topic_partition_list_t *l)
     restore_reader_close(&reader);
     if (rc == DP_OK) {
         set_resume(p, l, run.resume);
+        n_kept = 0;
+        for (int i = 0; i < l->cnt; i++)
+            n_kept += run.resume[i] == KEPT;
         dp_log_event(DP_LOG_INFO, "restore_done", NULL, 0, 0, "restored %" PRIu64 " stream(s) from %s (%" PRIu64
-                     " records read from %d of %d state partitions; the others empty)", run.restored,
-                     p->cfg->topic_state, n_read, n_read_parts, l->cnt);
+                     " records read from %d of %d state partitions restored, the others empty; %d partition(s) "
+                     "kept in memory)", run.restored, p->cfg->topic_state, n_read, n_read_parts, l->cnt - n_kept,
+                     n_kept);
     }
     free(run.resume);
     free(lo);

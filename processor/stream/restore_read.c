@@ -76,6 +76,22 @@ void restore_reader_close(restore_reader *r)
     r->rk = r->hw_rk = NULL;
 }
 
+/* The high watermark must come from a read_uncommitted client: for a
+ * read_committed one, ListOffsets answers the last stable offset. */
+static int open_hw(proc *p, restore_reader *r)
+{
+    char err[512];
+    const char *const hw_kv[][2] = {{"group.id", "dpstream-state-watermarks"},
+                                    {"isolation.level", "read_uncommitted"},
+                                    {"enable.auto.commit", "false"}};
+    rd_kafka_conf_t *hw_conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, hw_kv, 3, err, sizeof err);
+    if (!hw_conf || !(r->hw_rk = rd_kafka_new(RD_KAFKA_CONSUMER, hw_conf, err, sizeof err))) {
+        dp_log(DP_LOG_ERROR, "state topic watermarks: %s", err);
+        return DP_EIO;
+    }
+    return DP_OK;
+}
+
 int restore_reader_open(proc *p, restore_reader *r)
 {
     char err[512];
@@ -94,16 +110,8 @@ int restore_reader_open(proc *p, restore_reader *r)
         ps_set_fatal(p, "state reader: %s", err);
         return conf ? DP_EIO : DP_EINVAL;
     }
-    /* The high watermark must come from a read_uncommitted client: for a
-     * read_committed one, ListOffsets answers the last stable offset. */
-    const char *const hw_kv[][2] = {{"group.id", "dpstream-state-watermarks"},
-                                    {"isolation.level", "read_uncommitted"},
-                                    {"enable.auto.commit", "false"}};
-    rd_kafka_conf_t *hw_conf = dp_kafka_conf(p->cfg, p->o->bootstrap_override, hw_kv, 3, err, sizeof err);
-    if (!hw_conf || !(r->hw_rk = rd_kafka_new(RD_KAFKA_CONSUMER, hw_conf, err, sizeof err))) {
-        dp_log(DP_LOG_ERROR, "state topic watermarks: %s", err);
+    if (open_hw(p, r) != DP_OK)
         return DP_EIO;
-    }
     /* The counts now (the updates topic may have grown since the start):
      * this reader, not the group's consumer, asks — we are inside its
      * rebalance callback. */
@@ -240,6 +248,16 @@ int restore_read_watermarks(proc *p, restore_reader *r, const rd_kafka_topic_par
 {
     int rc = offsets_at(p, r, l, RD_KAFKA_OFFSET_BEGINNING, lo);
     return rc == DP_OK ? offsets_at(p, r, l, RD_KAFKA_OFFSET_END, hi) : rc;
+}
+
+int restore_read_ends(proc *p, const rd_kafka_topic_partition_list_t *l, int64_t *hi)
+{
+    restore_reader r = {.deadline = ps_now_ms() + KAFKA_TIMEOUT_MS};
+    int rc = open_hw(p, &r);
+    if (rc == DP_OK)
+        rc = offsets_at(p, &r, l, RD_KAFKA_OFFSET_END, hi);
+    restore_reader_close(&r);
+    return rc;
 }
 
 int restore_read_partition(proc *p, restore_reader *r, int32_t part, int64_t lo, int64_t hi, dp_bytes_map *latest,

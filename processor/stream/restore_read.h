@@ -31,6 +31,10 @@ void restore_reader_close(restore_reader *r);
 int  restore_read_watermarks(proc *p, restore_reader *r, const rd_kafka_topic_partition_list_t *l, int64_t *lo,
                              int64_t *hi);
 
+/* Only the high watermarks hi[i] of the state partitions of the updates
+ * partitions in l (one read_uncommitted client, made and closed here). */
+int  restore_read_ends(proc *p, const rd_kafka_topic_partition_list_t *l, int64_t *hi);
+
 /* Read state partition `part` (that of updates partition `part`) from lo
  * to an EOF at or past hi, its watermarks as of the restore's start
  * (read_committed: a predecessor's transaction still open is waited out,

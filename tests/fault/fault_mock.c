@@ -20,6 +20,10 @@
  *             down for 2 s mid-step and comes back (coordinators pinned to
  *             another broker: docs/kafka.md §7, taking the coordinator down makes
  *             close hang).
+ * In `produce` the errors are pushed on a broker that leads only the
+ * topics the processor writes in its transactions (two brokers), so that
+ * neither the test's input producer nor the processor's marker producer
+ * can absorb them.
  *
  * What is asserted, and why that much and no more (docs/kafka.md §6, mock limits):
  * a read_committed reader of 2.0.2's mock also sees aborted transactions,
@@ -40,9 +44,19 @@
  *   A4 no dead letters: replaying after a rewind neither rejects its own
  *      input (DUPLICATE_REPORT, LATE) nor loses it;
  *   A5 the processor is still running at the end and stops cleanly.
- * Each scenario also checks that its fault actually fired (the mock's
- * error stack for that ApiKey drained, or the broker was down while a step
- * was in flight), so a scenario that injects nothing cannot pass silently.
+ * Each scenario also checks that its fault landed where it matters
+ * (fault_landed; the processor's metrics count its aborted transactions
+ * and rewinds): every injected error answered to the processor's
+ * transactional requests — retriable ones costing no abort, the
+ * non-retriable AddPartitionsToTxn error an aborted and rewound
+ * transaction — or the broker down while a step was in flight; so a
+ * scenario whose fault misses cannot pass silently.  The errors are pushed
+ * on one broker's own stack and counted there (all of them there after
+ * the push, none left at the end): the mock's count covers only those
+ * stacks, not the cluster-wide one, so errors pushed cluster-wide always
+ * looked consumed.  Checked to fail when nothing is injected, when the
+ * Produce errors go to the broker of the test's own input, and when the
+ * AddPartitionsToTxn error is a retriable one (no abort).
  * Copies seen per stream are printed (more than T means the retries left
  * visible aborted copies behind).
  *
@@ -63,6 +77,7 @@
 #include "codec/codec.h"
 #include "core/dp_error.h"
 #include "stream/log.h"
+#include "stream/metrics.h"
 #include "stream/processor.h"
 
 #define N_PEOPLE   300
@@ -293,26 +308,31 @@ static json_t *streams_json(void)
 
 /* Inject the scenario's fault just before step `t`'s input is produced. */
 #define FAULT_STEP 3
+#define PRODUCE_ERRORS 6
 
 static void inject(scenario sc, rd_kafka_mock_cluster_t *mc)
 {
     switch (sc) {
     case SC_PRODUCE:
-        rd_kafka_mock_push_request_errors(mc, 0 /* Produce */, 6, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                          RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-                                          RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
-                                          RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-                                          RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-                                          RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS);
+        /* on broker 2 only, which leads the topics only the processor's
+         * transactional producer writes (pin_outputs) */
+        rd_kafka_mock_broker_push_request_error_rtts(mc, 2, 0 /* Produce */, PRODUCE_ERRORS,
+                                                     RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
+                                                     RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, 0,
+                                                     RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0,
+                                                     RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, 0,
+                                                     RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, 0,
+                                                     RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, 0);
         break;
-    case SC_ENDTXN:
-        rd_kafka_mock_push_request_errors(mc, 26 /* EndTxn */, 3, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
-                                          RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
-                                          RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS);
+    case SC_ENDTXN:   /* on the coordinator's broker (the only one) */
+        rd_kafka_mock_broker_push_request_error_rtts(mc, 1, 26 /* EndTxn */, 3,
+                                                     RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, 0,
+                                                     RD_KAFKA_RESP_ERR_NOT_COORDINATOR, 0,
+                                                     RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS, 0);
         break;
     case SC_ADDPARTS:
-        rd_kafka_mock_push_request_errors(mc, 24 /* AddPartitionsToTxn */, 1,
-                                          RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+        rd_kafka_mock_broker_push_request_error_rtts(mc, 1, 24 /* AddPartitionsToTxn */, 1,
+                                                     RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, 0);
         break;
     case SC_BROKER:
         rd_kafka_mock_broker_set_down(mc, 2);
@@ -320,16 +340,84 @@ static void inject(scenario sc, rd_kafka_mock_cluster_t *mc)
     }
 }
 
-/* Did the injected errors get consumed by requests?  (error stacks of
- * every broker for that ApiKey are empty) */
-static int errors_drained(rd_kafka_mock_cluster_t *mc, int brokers, int16_t api)
+/* Each scenario's injected errors: the request type, the broker they are
+ * pushed on (a broker's own stack, which rd_kafka_mock_broker_error_stack_cnt
+ * counts; the cluster-wide one it does not) and how many. */
+static const struct {
+    int16_t api;
+    int     broker;
+    size_t  n;
+} FAULT[] = {[SC_PRODUCE] = {0, 2, PRODUCE_ERRORS}, [SC_ENDTXN] = {26, 1, 3}, [SC_ADDPARTS] = {24, 1, 1}};
+
+/* The errors still waiting on the scenario's broker for its request type. */
+static size_t errors_left(rd_kafka_mock_cluster_t *mc, scenario sc)
 {
-    for (int b = 1; b <= brokers; b++) {
-        size_t cnt = 0;
-        if (rd_kafka_mock_broker_error_stack_cnt(mc, b, api, &cnt) == RD_KAFKA_RESP_ERR_NO_ERROR && cnt > 0)
-            return 0;
+    size_t cnt = 0;
+    if (rd_kafka_mock_broker_error_stack_cnt(mc, FAULT[sc].broker, FAULT[sc].api, &cnt) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return (size_t)-1;
+    return cnt;
+}
+
+/* Coordinators on broker 1; the updates topic (the test's input producer,
+ * the processor's consumer and marker producer) led by broker `updates`,
+ * the topics the processor writes in its transactions by `outputs`, the
+ * state topic by `state`.  With updates = 1 and outputs = state = 2, an
+ * error pushed on broker 2 can only be answered to the processor's
+ * transactional producer. */
+static void pin_leaders(rd_kafka_mock_cluster_t *mc, const dp_stream_config *cfg, int updates, int outputs,
+                        int state)
+{
+    char txid[256];
+    dp_processor_transactional_id("dpstream-mock.processor", "fault", txid, sizeof txid);
+    rd_kafka_mock_coordinator_set(mc, "group", "dpstream-mock.processor", 1);
+    rd_kafka_mock_coordinator_set(mc, "transaction", txid, 1);
+    const char *out[] = {cfg->topic_synthetic, cfg->topic_budget, cfg->topic_dead_letter};
+    for (int p = 0; p < 2; p++) {
+        rd_kafka_mock_partition_set_leader(mc, cfg->topic_updates, p, updates);
+        rd_kafka_mock_partition_set_leader(mc, cfg->topic_state, p, state);
+        for (int i = 0; i < 3; i++)
+            rd_kafka_mock_partition_set_leader(mc, out[i], p, outputs);
     }
-    return 1;
+}
+
+/* One counter of the processor's metrics (its Prometheus view), or -1. */
+static long long metric(dp_metrics *m, const char *name)
+{
+    dp_metrics_view *v = dp_metrics_acquire(m);
+    size_t len = 0;
+    const char *text = dp_metrics_view_prometheus(v, &len);
+    long long n = -1;
+    size_t nl = strlen(name);
+    for (const char *l = text; n < 0 && l && l < text + len; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+        if (strncmp(l, name, nl) == 0 && l[nl] == ' ')
+            n = strtoll(l + nl + 1, NULL, 10);
+    dp_metrics_release(m, v);
+    return n;
+}
+
+/* Where each fault must land to matter, counted after the run:
+ *   produce   all PRODUCE_ERRORS were answered by broker 2, so to the
+ *             processor's transactional producer (nobody else writes
+ *             there), and cost no abort (retriable);
+ *   endtxn    all were answered (only the processor commits), no abort;
+ *   addparts  the error reached a transaction: at least one aborted and
+ *             rewound;
+ *   broker    nothing got through while the leader was down (set during
+ *             the run). */
+static int fault_landed(scenario sc, rd_kafka_mock_cluster_t *mc, dp_metrics *m, size_t pushed, int broker_fired)
+{
+    long long aborted = metric(m, "dpstream_transactions_total{outcome=\"aborted\"}");
+    long long rewinds = metric(m, "dpstream_rewinds_total");
+    if (sc == SC_BROKER) {
+        printf("  fault: %lld aborted transaction(s), %lld rewind(s)\n", aborted, rewinds);
+        return broker_fired;
+    }
+    size_t left = errors_left(mc, sc);
+    printf("  fault: %zu of %zu error(s) pushed answered, %lld aborted transaction(s), %lld rewind(s)\n",
+           pushed - left, pushed, aborted, rewinds);
+    if (pushed != FAULT[sc].n || left != 0)
+        return 0;
+    return sc == SC_ADDPARTS ? aborted >= 1 && rewinds >= 1 : aborted == 0;
 }
 
 static void run_scenario(const char *name, scenario sc)
@@ -340,7 +428,7 @@ static void run_scenario(const char *name, scenario sc)
     char err[1600];
     dp_key key;
     memcpy(key.bytes, KEY_TEXT, DP_KEY_BYTES);
-    int brokers = sc == SC_BROKER ? 3 : 1;
+    int brokers = sc == SC_BROKER ? 3 : sc == SC_PRODUCE ? 2 : 1;
     json_t *streams = streams_json();
     dp_mock_harness *h = NULL;
     int rc = dp_mock_start(&h, "fault", streams, brokers, 2, err, sizeof err);
@@ -350,20 +438,17 @@ static void run_scenario(const char *name, scenario sc)
         return;
     rd_kafka_mock_cluster_t *mc = dp_mock_cluster(h);
     const dp_stream_config *cfg = dp_mock_config(h);
-    if (sc == SC_BROKER) {
-        /* Coordinators on broker 1, every data partition led by broker 2
-         * (the one that goes down); the state topic stays on broker 1. */
-        char txid[256];
-        dp_processor_transactional_id("dpstream-mock.processor", "fault", txid, sizeof txid);
-        rd_kafka_mock_coordinator_set(mc, "group", "dpstream-mock.processor", 1);
-        rd_kafka_mock_coordinator_set(mc, "transaction", txid, 1);
-        const char *data[] = {cfg->topic_updates, cfg->topic_synthetic, cfg->topic_budget, cfg->topic_dead_letter};
-        for (int i = 0; i < 4; i++)
-            for (int p = 0; p < 2; p++)
-                rd_kafka_mock_partition_set_leader(mc, data[i], p, 2);
-        rd_kafka_mock_partition_set_leader(mc, cfg->topic_state, 0, 1);
-    }
-    rc = dp_mock_processor_start(h, &key, "fault", CHUNK, err, sizeof err);
+    if (sc == SC_BROKER)
+        pin_leaders(mc, cfg, 2, 2, 1);   /* every data partition on broker 2, the one that goes down */
+    else if (sc == SC_PRODUCE)
+        pin_leaders(mc, cfg, 1, 2, 2);   /* broker 2 (its errors) reached by the transactions only */
+    dp_metrics *metrics = NULL;
+    dp_metrics_options mo = {.input_metrics = 1, .publish_ms = 20, .version = "fault"};   /* (its counters are that class) */
+    rc = dp_metrics_create(&metrics, &mo);
+    CHECK(rc == DP_OK, "%s", "metrics");
+    dp_mock_set_metrics(h, metrics);
+    if (rc == DP_OK)
+        rc = dp_mock_processor_start(h, &key, "fault", CHUNK, err, sizeof err);
     CHECK(rc == DP_OK, "processor start: %s", err);
 
     observed obs;
@@ -380,10 +465,13 @@ static void run_scenario(const char *name, scenario sc)
         rc = dp_panel_gen_init(&gen, &pp, err, sizeof err);
     char entity[32];
     int fault_fired = sc == SC_BROKER ? 0 : -1;
+    size_t pushed = 0;
     const dp_export_asm *as = dp_mock_assembler(h);
     for (uint64_t t = 1; t <= HORIZON && rc == DP_OK; t++) {
-        if (t == FAULT_STEP)
+        if (t == FAULT_STEP) {
             inject(sc, mc);
+            pushed = sc == SC_BROKER ? 0 : errors_left(mc, sc);
+        }
         rc = dp_panel_gen_next(&gen);
         for (int s = 0; s < N_STREAMS && rc == DP_OK; s++) {
             dp_update u = {.stream_id = STREAM_IDS[s], .stream_id_len = strlen(STREAM_IDS[s]), .step = t,
@@ -426,13 +514,6 @@ static void run_scenario(const char *name, scenario sc)
     int64_t settle = mono_ms() + 500;
     while (mono_ms() < settle)
         dp_mock_poll_outputs(h, 100, &outs, err, sizeof err);
-    if (sc == SC_PRODUCE)
-        fault_fired = errors_drained(mc, brokers, 0);
-    else if (sc == SC_ENDTXN)
-        fault_fired = errors_drained(mc, brokers, 26);
-    else if (sc == SC_ADDPARTS)
-        fault_fired = errors_drained(mc, brokers, 24);
-    CHECK(fault_fired == 1, "the injected fault did not take effect (the scenario tested nothing)");
 
     for (int s = 0; s < N_STREAMS; s++) {
         for (int t = 1; t <= HORIZON; t++)
@@ -447,6 +528,9 @@ static void run_scenario(const char *name, scenario sc)
     CHECK(dp_mock_processor_running(h), "A5: the processor died");
     rc = dp_mock_processor_stop(h, err, sizeof err);
     CHECK(rc == DP_OK, "A5: processor did not stop cleanly: %s", err);
+    if (metrics)
+        CHECK(fault_landed(sc, mc, metrics, pushed, fault_fired == 1),
+              "the injected fault did not land where it matters (the scenario tested nothing): %s", name);
     const dp_export_stats *st = dp_export_asm_stats(as);
     printf("  %s: manifest copies %" PRIu64 "/%" PRIu64 ", budget copies %" PRIu64 "/%" PRIu64
            " (T = %d each), releases %" PRIu64 ", replaced chunks %" PRIu64 ", late duplicates %" PRIu64
@@ -457,6 +541,7 @@ static void run_scenario(const char *name, scenario sc)
     if (gen.value)
         dp_panel_gen_free(&gen);
     dp_mock_destroy(h);
+    dp_metrics_destroy(metrics);
 }
 
 int main(int argc, char **argv)
