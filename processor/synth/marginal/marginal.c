@@ -692,7 +692,7 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     m->sink = sink;
     dp_drbg g;
     step_drbg(m, &g, step, "rows", 0);
-    rc = c->method == DP_MARGINAL_SMF           ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
+    rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->est_g ? m->est_g : m->g, m->last_rows, &g, emit_row, m)
          : c->method == DP_MARGINAL_INDEPENDENT ? dp_marginal_indep_rows(m, m->last_rows, &g, emit_row, m)
          : m->G                       ? dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m)
                                       : dp_marginal_mixture_rows(m, m->last_rows, &g, emit_row, m);

@@ -24,8 +24,9 @@
  *   max_release_rows    a release with more rows is cut to this many and flagged
  *                       `clamped` (default 10^8)
  *   estimate            "selected" (default: each step's fits use the step's K measurements, Alg. 3) |
- *                       "all_measurements" (then g_t is refitted to every workload's latest measurement,
- *                       weighted by inverse variance and age; marginal_estimate.c; select_measure_fit only)
+ *                       "all_measurements" (the release is g_t refitted to every workload's latest
+ *                       measurement, weighted by inverse variance and age; marginal_estimate.c;
+ *                       select_measure_fit only)
  *   drift_rows_per_step a public bound B on row events a step, for the age discount (default: the
  *                       noisy total over the step count, N̂_t/t; estimate "all_measurements" only) */
 #ifndef DP_MARGINAL_CONFIG_H

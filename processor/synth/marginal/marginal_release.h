@@ -83,6 +83,7 @@ typedef struct marginal_release {
     double              *est_sd;      /* its per-cell sd (selected_sd) */
     double              *est_damp;    /* scratch: the weights π/max π */
     dp_mmeasure         *est_ms;      /* scratch: the refit's measurements */
+    dp_mmodel           *est_g;       /* the released model: g_t refitted (g_t itself stays Alg. 3's) */
 } marginal_release;
 
 /* Workload i's per-cell counters, created the first time it is selected. */
