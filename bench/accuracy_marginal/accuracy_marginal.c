@@ -11,6 +11,8 @@
  *                           [--first-key 0]
  *                           [--counter simple|block|tree|hybrid|…]
  *                           [--max-model-cells N (fit pgm's cap; default the config's 2^20)]
+ *                           [--estimate selected|all_measurements (select_measure_fit's; default selected)]
+ *                           [--drift-rows-per-step B (all_measurements' public drift bound; default N̂_t/t)]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
  * synthesizer runs in-process behind synth.h (the code `dpstream` runs);
@@ -120,6 +122,8 @@ static metrics compare(const pairs *q, const double *truth, const double *syn, d
 static FILE *TRACE;   /* --trace */
 static const char *COUNTER = "simple";   /* --counter: every workload cell's counter kind (the paper's default) */
 static long long MAX_MODEL_CELLS = 0;    /* --max-model-cells: the pgm model's size cap (0: the config default) */
+static const char *ESTIMATE = NULL;       /* --estimate: select_measure_fit's estimate (NULL: the config default) */
+static double DRIFT = 0;                   /* --drift-rows-per-step (0: the config default) */
 
 typedef struct eval_sink {
     const pairs *q;
@@ -282,6 +286,10 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
         json_object_set_new(cfg, "aggregate", json_string(aggregate));
     if (MAX_MODEL_CELLS > 0)
         json_object_set_new(cfg, "max_model_cells", json_integer(MAX_MODEL_CELLS));
+    if (ESTIMATE && !strcmp(method, "select_measure_fit"))
+        json_object_set_new(cfg, "estimate", json_string(ESTIMATE));
+    if (DRIFT > 0 && ESTIMATE && !strcmp(method, "select_measure_fit"))
+        json_object_set_new(cfg, "drift_rows_per_step", json_real(DRIFT));
     dp_key key;
     for (int i = 0; i < DP_KEY_BYTES; i++)
         key.bytes[i] = (uint8_t)(i * 7 + 13 * key_i + 1);
@@ -381,6 +389,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--counter")) COUNTER = argv[i + 1];
         else if (!strcmp(argv[i], "--max-model-cells")) MAX_MODEL_CELLS = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--aggregate")) aggregate = argv[i + 1];
+        else if (!strcmp(argv[i], "--estimate")) ESTIMATE = argv[i + 1];
+        else if (!strcmp(argv[i], "--drift-rows-per-step")) DRIFT = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit-iterations")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-steps")) max_steps = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--trace")) {

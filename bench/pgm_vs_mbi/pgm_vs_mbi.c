@@ -56,7 +56,7 @@ int main(int argc, char **argv)
         for (uint64_t x = 0; x < w->cells; x++)
             if (fscanf(f, "%lf", &v[x]) != 1)
                 return 1;
-        ms[n++] = (dp_mmeasure){w, v, 1};
+        ms[n++] = (dp_mmeasure){w, v, 1, 0};
     }
     fclose(f);
     dp_mmodel *m;

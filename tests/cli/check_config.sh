@@ -272,4 +272,37 @@ json.dump(cfg, open(f"{w}/indep_uncovered.json", "w"))
 EOF
 refused "independent with an attribute in no workload" "$WORK/indep_uncovered.json" \
     'streams[0].config: marginal: method "independent" reads attribute "e"'
+
+# --- marginal's estimate "all_measurements" (issue 39 item 1): post-processing, so the plan is Alg. 3's; refused
+# with a method that keeps no measurements, and drift_rows_per_step refused without it
+python3 - "$WORK" <<'EOF'
+import json, sys
+w = sys.argv[1]
+cfg = json.load(open(f"{w}/indep.json"))
+c = cfg["streams"][0]["config"]
+del c["method"]
+json.dump(cfg, open(f"{w}/est_sel.json", "w"))
+c["estimate"] = "all_measurements"; c["drift_rows_per_step"] = 50
+json.dump(cfg, open(f"{w}/est_all.json", "w"))
+c["method"] = "independent"
+json.dump(cfg, open(f"{w}/est_indep.json", "w"))
+del c["method"]; del c["estimate"]
+json.dump(cfg, open(f"{w}/est_drift_alone.json", "w"))
+c["estimate"] = "every"
+json.dump(cfg, open(f"{w}/est_unknown.json", "w"))
+EOF
+"$BIN" check-config --config "$WORK/est_sel.json" --json > "$WORK/est_sel_plan.json" || fail "estimate selected: exit $?"
+"$BIN" check-config --config "$WORK/est_all.json" --json > "$WORK/est_all_plan.json" || fail "estimate all: exit $?"
+python3 - "$WORK" <<'EOF' || fail "estimate all_measurements changes the plan"
+import json, sys
+w = sys.argv[1]
+a, b = (json.load(open(f"{w}/{n}.json"))["streams"][0] for n in ("est_sel_plan", "est_all_plan"))
+for k in ("spends", "spend", "noise", "mechanism", "composition", "budget_total"):
+    assert a.get(k) == b.get(k), (k, a.get(k), b.get(k))
+EOF
+refused "estimate all_measurements with method independent" "$WORK/est_indep.json" \
+    'streams[0].config: marginal: estimate "all_measurements" refits select_measure_fit'
+refused "drift_rows_per_step without estimate all_measurements" "$WORK/est_drift_alone.json" \
+    'streams[0].config: marginal: drift_rows_per_step bounds'
+refused "an unknown estimate" "$WORK/est_unknown.json" 'streams[0].config: marginal: estimate'
 echo "check_config: plans as the maths and the replay say; refusals as run/replay"

@@ -21,6 +21,8 @@
 #      count is the rounded noisy total; no field may be exact and
 #      different, and nobody else's delete may change its verdict.
 #      4b. the same for method "independent" (1-way counters, product rows).
+#      4c. the same for estimate "all_measurements" (the release refitted to
+#          every kept measurement, weights from public quantities only).
 #   5. spatial (safe variant, user-level s = 2): D2 adds one person's point
 #      (inserted at step 2, deleted at step 3) to 40 people's points and
 #      entity-matched deletes.  The tree's shape, the leaf counts and the
@@ -137,6 +139,12 @@ for name in ("m1.jsonl", "m2.jsonl"):
     for o in objs:
         o["stream"] = "mi"
     open(f"{work}/i{name}", "w").write("\n".join(json.dumps(o, separators=(",", ":")) for o in objs) + "\n")
+# 4c. the same neighbours for marginal's estimate "all_measurements" (stream "me")
+for name in ("m1.jsonl", "m2.jsonl"):
+    objs = [json.loads(l) for l in open(f"{work}/{name}").read().splitlines()]
+    for o in objs:
+        o["stream"] = "me"
+    open(f"{work}/e{name}", "w").write("\n".join(json.dumps(o, separators=(",", ":")) for o in objs) + "\n")
 
 # 5. spatial: one person's point more (an insert and its delete)
 people = [f"s{i:02d}" for i in range(40)]
@@ -224,6 +232,9 @@ cat > "$WORK/config.json" <<'JSON'
   {"match": "mi", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
      "horizon": 4, "epsilon": 1, "method": "independent"}},
+  {"match": "me", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
+     {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
+     "horizon": 4, "epsilon": 1, "selections_per_step": 2, "estimate": "all_measurements"}},
   {"match": "sp", "synthesizer": "spatial", "config": {"epsilon": 1, "sensitivity": 2, "max_depth": 8}},
   {"match": "spe", "synthesizer": "spatial", "config": {"epsilon": 1, "max_depth": 8}},
   {"match": "ad", "synthesizer": "adaptive", "config": {"categories": 4, "epsilon": 1, "horizon": 8, "n_min": 20,
@@ -245,6 +256,8 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/m1.jsonl" "$W
     || { echo "FAIL: marginal neighbours (one person's row inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/im1.jsonl" "$WORK/im2.jsonl" mX "$KEYS" "$WORK" \
     || { echo "FAIL: marginal independent neighbours (one person's row inserted and deleted)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/em1.jsonl" "$WORK/em2.jsonl" mX "$KEYS" "$WORK" \
+    || { echo "FAIL: marginal all_measurements neighbours (one person's row inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/s1.jsonl" "$WORK/s2.jsonl" sX "$KEYS" "$WORK" \
     || { echo "FAIL: spatial neighbours (one person's point inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/d1.jsonl" "$WORK/d2.jsonl" dX "$KEYS" "$WORK" \

@@ -437,7 +437,7 @@ static void test_fit_reduces_error(void)
         dp_marginal_dense_marginal(&c, dense, &c.workloads[w], meas[w]);
         for (uint64_t k = 0; k < c.workloads[w].cells; k++)
             meas[w][k] += (k % 2 ? 3 : -3);
-        ms[w] = (dp_mmeasure){&c.workloads[w], meas[w], 1};
+        ms[w] = (dp_mmeasure){&c.workloads[w], meas[w], 1, 0};
     }
     double before = 0, after = 0;
     for (size_t w = 0; w < 3; w++) {

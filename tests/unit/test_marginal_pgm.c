@@ -73,7 +73,7 @@ static void small_measurements(json_t **j, dp_marginal_config *c, double meas[][
     truth_marginals(c, meas);
     for (size_t i = 0; i < n_cl; i++) {
         size_t w = workload_index(c, cl[i][0], cl[i][1]);
-        ms[i] = (dp_mmeasure){&c->workloads[w], meas[w], 1};
+        ms[i] = (dp_mmeasure){&c->workloads[w], meas[w], 1, 0};
     }
 }
 
@@ -181,8 +181,8 @@ static void test_rows(void)
     CU_ASSERT_EQUAL_FATAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
     double meas[6][16];
     truth_marginals(&c, meas);
-    dp_mmeasure ms[2] = {{&c.workloads[workload_index(&c, 0, 1)], meas[workload_index(&c, 0, 1)], 1},
-                         {&c.workloads[workload_index(&c, 1, 2)], meas[workload_index(&c, 1, 2)], 1}};
+    dp_mmeasure ms[2] = {{&c.workloads[workload_index(&c, 0, 1)], meas[workload_index(&c, 0, 1)], 1, 0},
+                         {&c.workloads[workload_index(&c, 1, 2)], meas[workload_index(&c, 1, 2)], 1, 0}};
     dp_mmodel *pgm, *mw;
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&pgm, &c, err, sizeof err), DP_OK);
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_mw.create(&mw, &c, err, sizeof err), DP_OK);
@@ -291,7 +291,7 @@ static void test_adult_scale(void)
         const dp_marginal_workload *wl = &c.workloads[w];
         for (uint64_t k = 0; k < wl->cells; k++)   /* a smooth positive table summing to ~48842 */
             meas[i][k] = 48842.0 / (double)wl->cells * (1 + 0.5 * sin((double)k * 0.7 + i));
-        ms[i] = (dp_mmeasure){wl, meas[i], 1};
+        ms[i] = (dp_mmeasure){wl, meas[i], 1, 0};
     }
     dp_mmodel *m;
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&m, &c, err, sizeof err), DP_OK);
@@ -611,7 +611,7 @@ static void test_copy_forgets_old_conditionals(void)
         size_t w = (size_t)(ms[i].w - c.workloads);
         for (uint64_t k = 0; k < ms[i].w->cells; k++)
             other[w][k] = meas[w][(k + 1) % ms[i].w->cells] + (double)(k % 4) * 3;
-        ms2[i] = (dp_mmeasure){ms[i].w, other[w], 1};
+        ms2[i] = (dp_mmeasure){ms[i].w, other[w], 1, 0};
     }
     dp_mmodel *src, *dst;
     CU_ASSERT_EQUAL_FATAL(dp_mmodel_pgm.create(&src, &c, err, sizeof err), DP_OK);

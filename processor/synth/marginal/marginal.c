@@ -128,6 +128,7 @@ static void marginal_release_destroy(dp_release_half *rel)
         dp_marginal_mixture_free(m);
         dp_marginal_indep_free(m);
     }
+    dp_marginal_est_free(m);
     dp_ledger_free(&m->ledger);
     dp_marginal_config_free(&m->cfg);
     free(m->stream_id);
@@ -276,6 +277,8 @@ static int marginal_release_create(dp_release_half **out, const json_t *config, 
         snprintf(m->sel_names[l][0], sizeof m->sel_names[l][0], "selected.%zu", l);
         snprintf(m->sel_names[l][1], sizeof m->sel_names[l][1], "selected_sd.%zu", l);
     }
+    if (dp_marginal_est_alloc(m) != DP_OK)
+        goto nomem;
     if ((rc = plan(m, errstr, errstr_size)) != DP_OK)
         goto fail;
     *out = (dp_release_half *)m;
@@ -493,17 +496,20 @@ static int step_smf(marginal_release *m, uint64_t step, char *errstr, size_t err
         double *vals = m->mvals + l * m->wmax;
         if ((rc = measure_counters(m, step, j, vals, errstr, errstr_size)) != DP_OK)
             return rc;
-        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / (m->sel_sd[l] > 0 ? m->sel_sd[l] : 1)};
+        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / (m->sel_sd[l] > 0 ? m->sel_sd[l] : 1), 0};
         double measured = sum_of(vals, c->workloads[j].cells);
         totals += measured;
         if ((rc = dp_project_simplex(vals, c->workloads[j].cells, measured)) != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": projecting a measurement");
+        dp_marginal_est_record(m, j, step, vals, m->sel_sd[l]);
         m->last_total = totals / (double)(l + 1);
         if ((rc = m->mops->fit(m->h, m->ms, l + 1, m->last_total, c->fit_iterations)) != DP_OK ||
             (rc = aggregate(m, (uint32_t)(l + 1))) != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": fit");
     }
     m->mops->copy(m->g, m->avg);
+    if ((rc = dp_marginal_est_refit(m, step)) != DP_OK)
+        return dp_err(errstr, errstr_size, rc, NAME ": refitting to every measurement");
     /* r(t, W) = W(g_t) − C_W(t) for the workloads not selected now — only
      * marked: W is read again only if it is selected, and g_t stays the
      * model until then or until the next unselected step moves the mark to
@@ -549,7 +555,7 @@ static int step_mwem(marginal_release *m, uint64_t step, char *errstr, size_t er
         totals += sign * t;
         if ((rc = dp_project_simplex(vals, c->workloads[j].cells, sign * t)) != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": projecting a measurement");
-        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / m->noise_sd};
+        m->ms[l] = (dp_mmeasure){&c->workloads[j], vals, 1.0 / m->noise_sd, 0};
         if ((rc = m->mops->fit(m->h, m->ms, l + 1, totals / (double)(l + 1), c->fit_iterations)) != DP_OK ||
             (rc = aggregate(m, (uint32_t)(l + 1))) != DP_OK)
             return dp_err(errstr, errstr_size, rc, NAME ": fit");
@@ -686,7 +692,7 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     m->sink = sink;
     dp_drbg g;
     step_drbg(m, &g, step, "rows", 0);
-    rc = c->method == DP_MARGINAL_SMF           ? m->mops->rows(m->g, m->last_rows, &g, emit_row, m)
+    rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->est_g ? m->est_g : m->g, m->last_rows, &g, emit_row, m)
          : c->method == DP_MARGINAL_INDEPENDENT ? dp_marginal_indep_rows(m, m->last_rows, &g, emit_row, m)
          : m->G                       ? dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m)
                                       : dp_marginal_mixture_rows(m, m->last_rows, &g, emit_row, m);

@@ -33,11 +33,14 @@ uint64_t dp_marginal_ingest_open_step(const dp_ingest_half *in);
 /* --- the synthetic-data model ------------------------------------------------ */
 
 /* A (noisy) measurement of one workload: values[cells], in workload cell
- * order; weight = 1/σ of its per-cell error (how much the fit trusts it). */
+ * order; weight = 1/σ of its per-cell error (how much the fit trusts it);
+ * damp in (0, 1]: the fraction of each fit update applied (0 = 1, a full
+ * IPF step; estimate "all_measurements" sets it, marginal_estimate.c). */
 typedef struct dp_mmeasure {
     const dp_marginal_workload *w;
     const double               *values;
     double                      weight;
+    double                      damp;
 } dp_mmeasure;
 
 typedef struct dp_mmodel dp_mmodel;

@@ -17,7 +17,7 @@
 static const char *const KEYS[] = {"synthesizer", "attributes", "workloads", "horizon", "epsilon", "rho",
                                    "selections_per_step", "counter", "method", "fit", "fit_iterations",
                                    "aggregate", "max_rows_per_user", "neighbors", "delta", "max_model_cells",
-                                   "max_release_rows", NULL};
+                                   "max_release_rows", "estimate", "drift_rows_per_step", NULL};
 
 void dp_marginal_config_free(dp_marginal_config *c)
 {
@@ -155,6 +155,32 @@ static int one_way_sources(dp_marginal_config *c, char *errstr, size_t errstr_si
     return DP_OK;
 }
 
+/* "estimate" and "drift_rows_per_step" (marginal_estimate.c): only select_measure_fit has measurements to keep. */
+static int parse_estimate(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
+{
+    static const char *const ESTIMATES[] = {"selected", "all_measurements", NULL};
+    int est = 0;
+    int rc = dp_cfg_choice(json_object_get(cfg, "estimate"), NAME, "estimate", ESTIMATES, &est, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    c->estimate = (dp_marginal_estimate)est;
+    if (c->estimate == DP_MARGINAL_EST_ALL && c->method != DP_MARGINAL_SMF)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      NAME ": estimate \"all_measurements\" refits select_measure_fit's measurements; method \"%s\" "
+                      "keeps none", c->method == DP_MARGINAL_MWEM ? "mwem" : "independent");
+    const json_t *v = json_object_get(cfg, "drift_rows_per_step");
+    if (!v)
+        return DP_OK;
+    if (c->estimate != DP_MARGINAL_EST_ALL)
+        return dp_err(errstr, errstr_size, DP_EINVAL,
+                      NAME ": drift_rows_per_step bounds the age discount of estimate \"all_measurements\" only");
+    if ((rc = dp_cfg_real(v, NAME, "drift_rows_per_step", &c->drift_rows_per_step, errstr, errstr_size)) != DP_OK)
+        return rc;
+    if (!(c->drift_rows_per_step > 0) || c->drift_rows_per_step > 1e12)
+        return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": drift_rows_per_step must be in (0, 1e12]");
+    return DP_OK;
+}
+
 int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
 {
     memset(c, 0, sizeof *c);
@@ -226,6 +252,8 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
         goto fail;
     c->method = (dp_marginal_method)method;
     if (c->method == DP_MARGINAL_INDEPENDENT && (rc = one_way_sources(c, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    if ((rc = parse_estimate(c, cfg, errstr, errstr_size)) != DP_OK)
         goto fail;
     c->replace = nb == 1;
     c->fit_auto = fit == 2;

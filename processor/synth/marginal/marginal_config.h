@@ -22,7 +22,13 @@
  *   delta               δ for the zCDP → (ε, δ) figures (default 1e-6)
  *   max_model_cells     the pgm fit's junction-tree size limit in cells (default 2^20)
  *   max_release_rows    a release with more rows is cut to this many and flagged
- *                       `clamped` (default 10^8) */
+ *                       `clamped` (default 10^8)
+ *   estimate            "selected" (default: each step's fits use the step's K measurements, Alg. 3) |
+ *                       "all_measurements" (the release is g_t refitted to every workload's latest
+ *                       measurement, weighted by inverse variance and age; marginal_estimate.c;
+ *                       select_measure_fit only)
+ *   drift_rows_per_step a public bound B on row events a step, for the age discount (default: the
+ *                       noisy total over the step count, N̂_t/t; estimate "all_measurements" only) */
 #ifndef DP_MARGINAL_CONFIG_H
 #define DP_MARGINAL_CONFIG_H
 
@@ -42,6 +48,7 @@
 
 typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1, DP_MARGINAL_INDEPENDENT = 2 } dp_marginal_method;
 typedef enum dp_marginal_fit { DP_MARGINAL_FIT_MW = 0, DP_MARGINAL_FIT_PGM = 1 } dp_marginal_fit;
+typedef enum dp_marginal_estimate { DP_MARGINAL_EST_SELECTED = 0, DP_MARGINAL_EST_ALL = 1 } dp_marginal_estimate;
 typedef enum dp_marginal_aggregate { DP_MARGINAL_AGG_MEAN = 0, DP_MARGINAL_AGG_LAST = 1 } dp_marginal_aggregate;
 
 /* One workload: the marginal on k attributes (ascending), its cells in
@@ -80,6 +87,8 @@ typedef struct dp_marginal_config {
     double                delta;
     uint64_t              max_model_cells;
     uint64_t              max_release_rows;
+    dp_marginal_estimate  estimate;
+    double                drift_rows_per_step;   /* 0: N̂_t / t */
     /* method independent: per attribute, the first workload holding it (its 1-way source) */
     uint32_t              one_way_source[DP_MARGINAL_MAX_ATTRS];
 } dp_marginal_config;

@@ -234,6 +234,8 @@ static int mw_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, u
             for (uint64_t c = 0; c < w->cells; c++) {
                 double target = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
                 double e = log((target + 0.5) / (q[c] * scale + 0.5));
+                if (ms[i].damp > 0)
+                    e *= ms[i].damp;   /* a damped step (marginal_estimate.c) */
                 double f = exp(e > MW_MAX_EXPONENT ? MW_MAX_EXPONENT : e < -MW_MAX_EXPONENT ? -MW_MAX_EXPONENT : e);
                 mass += q[c] * f;
                 q[c] = f;

@@ -416,6 +416,8 @@ static int pgm_fit(dp_mmodel *m, const dp_mmeasure *ms, size_t n, double total, 
                     double y = ms[i].values[c] > 0 ? ms[i].values[c] : 0;
                     double d = log((y + 0.5) / (ratio.v[c] * scale + 0.5));
                     d = d > 30 ? 30 : d < -30 ? -30 : d;
+                    if (ms[i].damp > 0)
+                        d *= ms[i].damp;   /* a damped step (marginal_estimate.c) */
                     m->theta[idx[i]].v[c] += d;
                     ratio.v[c] = exp(d);
                 }

@@ -77,6 +77,13 @@ typedef struct marginal_release {
     int64_t             *one_last;    /* their last noisy prefix sums C_a(t) */
     double              *one_p;       /* C_a(t) projected onto the simplex of total N̂ */
     int64_t             *one_d;       /* scratch: the 1-way marginals of ∇f_t */
+    /* estimate all_measurements (marginal_estimate.c): per workload its latest projected measurement */
+    double              *est_values;  /* all workloads' cells, at their offsets */
+    uint64_t            *est_step;    /* τ: the step it was taken (0: never) */
+    double              *est_sd;      /* its per-cell sd (selected_sd) */
+    double              *est_damp;    /* scratch: the weights π/max π */
+    dp_mmeasure         *est_ms;      /* scratch: the refit's measurements */
+    dp_mmodel           *est_g;       /* the released model: g_t refitted (g_t itself stays Alg. 3's) */
 } marginal_release;
 
 /* Workload i's per-cell counters, created the first time it is selected. */
@@ -98,6 +105,19 @@ int  dp_marginal_indep_plan(marginal_release *m, char *errstr, size_t errstr_siz
 int  dp_marginal_indep_step(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size);
 int  dp_marginal_indep_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
 void dp_marginal_indep_free(marginal_release *m);
+
+/* Estimate all_measurements (marginal_estimate.c); every entry is a no-op under estimate "selected". */
+int    dp_marginal_est_alloc(marginal_release *m);
+void   dp_marginal_est_free(marginal_release *m);
+void   dp_marginal_est_record(marginal_release *m, size_t j, uint64_t step, const double *vals, double sd);
+int    dp_marginal_est_refit(marginal_release *m, uint64_t step);
+void   dp_marginal_est_save(const marginal_release *m, dp_buf *b);
+int    dp_marginal_est_load(marginal_release *m, dp_reader *r);
+/* The weight's parts (public inputs only; docs/privacy.md §5): a measurement's per-cell mean squared
+ * error bound σ² + (age·B)²/|W|, and each workload's damping π/max π at step `step` (0: none kept). */
+double dp_marginal_est_variance(double sd, uint64_t cells, uint64_t age, double rows_per_step);
+void   dp_marginal_est_damp(const dp_marginal_config *c, uint64_t step, double total, const uint64_t *latest_step,
+                            const double *latest_sd, double *damp);
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
 int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);

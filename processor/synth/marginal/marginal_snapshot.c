@@ -2,7 +2,8 @@
  * (marginal_release.h): the plan's fingerprint (refused if the
  * configuration differs), the step, the per-step ledger, the model, and
  * per workload its selection count, its anchor, r(t, W) and its counters'
- * snapshots; method independent's 1-way counters after them. */
+ * snapshots; method independent's 1-way counters after them; estimate
+ * all_measurements' kept measurements last (marginal_estimate.c). */
 #include "synth/marginal/marginal_release.h"
 #include "core/ledger_io.h"
 
@@ -108,6 +109,7 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
         for (uint64_t k = 0; k < m->one_off[c->n_attrs]; k++)
             dp_buf_put_f64(b, m->one_p[k]);
     }
+    dp_marginal_est_save(m, b);
     return dp_buf_status(b);
 }
 
@@ -173,5 +175,7 @@ int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
             if (!isfinite(m->one_p[k] = dp_reader_f64(r)) || m->one_p[k] < 0)
                 return DP_ECORRUPT;
     }
+    if ((rc = dp_marginal_est_load(m, r)) != DP_OK)
+        return DP_ECORRUPT;
     return dp_reader_status(r);
 }
