@@ -59,7 +59,8 @@ mbi's message_passing_stable (the default message_passing_fast once returned NaN
 marginals, docs/peers.md §4), and mbi's einsum contraction path search is "greedy"
 (mbi 1.0.0 hard-codes "dp"); AIM's max_model_size, iterations per round and rounds
 are flags (the published defaults: 80 MB, 1000, 16·d), and `run` records the values
-used.  Noise is numpy's floating-point Gaussian seeded by --seeds: these are utility
+used.  --aim-rounds must be well above d: the d 1-way measurements take d/rounds of
+the measurement budget 0.9·rho (rounds = d leaves nothing for a second round).  Noise is numpy's floating-point Gaussian seeded by --seeds: these are utility
 references, not DP implementations (docs/peers.md).  No data are written anywhere
 but --out (figures only).
 """
