@@ -7,8 +7,8 @@ with the bench's metric on the same workload.
   # once: the venv of docs/peers.md §3 (mbi 1.0.0 and its pinned stack)
   python3 -m venv ~/.cache/dpstream/mbienv && ~/.cache/dpstream/mbienv/bin/pip install mbi==1.0.0 \\
       jax==0.5.3 jaxlib==0.5.3 numpy==2.2.6 pandas==2.2.3 chex==0.1.89 optax==0.2.4 scipy==1.15.3 networkx==3.4.2
-  # once: the data (connectors/adult/README.md), cached outside the repository
-  python3 connectors/adult/make_updates.py --out ~/.cache/dpstream/adult/full
+  # once: the data (connectors/recipes/adult/README.md), cached outside the repository
+  python3 connectors/recipes/adult/make_updates.py --out ~/.cache/dpstream/adult/full
   # the batch runs: one JSON line per (mechanism, epsilon, seed) appended to --out
   nice -n 10 ~/.cache/dpstream/mbienv/bin/python bench/accuracy_marginal/batch_ref.py run \\
       --data ~/.cache/dpstream/adult/full --out batch.jsonl [--mechanisms mst,aim] [--epsilons 0.5,1,2,4] \\
