@@ -1,6 +1,6 @@
 /* fuzz_load.c — libFuzzer harness (issue 13): `dpstream load` end to end
- * on one input (connectors/load/load_run.h): byte 0 picks CSV or JSON
- * lines, the rest is the file, loaded with a fixed mapping (time column,
+ * on one input (connectors/load/load_run.h): byte 0 picks the row source,
+ * CSV (odd) or JSON lines (even), the rest is the file, loaded with a fixed mapping (time column,
  * labels, close-step markers) into /dev/null.  Seeds: tests/fuzz/seeds/load. */
 #include <jansson.h>
 #include <stddef.h>
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
     FILE *in = fmemopen((void *)(data + 1), n - 1 ? n - 1 : 1, "rb");
     FILE *out = fopen("/dev/null", "wb");
     if (in && out) {
-        dp_load_options o = {.map = &g_map, .in = in, .input_name = "fuzz", .is_csv = data[0] & 1, .out = out,
+        dp_load_options o = {.map = &g_map, .in = in, .input_name = "fuzz", .format = (data[0] & 1) ? DP_ROW_CSV : DP_ROW_JSONL, .out = out,
                              .close_steps = 1, .max_gap = 16, .quiet = 1};
         dp_load_summary sum;
         (void)dp_load_run(&o, &sum, err, sizeof err);
