@@ -512,15 +512,12 @@ int64_t high_watermark(rd_kafka_t *rk, const char *topic)
 /* --- phase 2a: raw consume --------------------------------------------------------- */
 
 
-/* The processor's consumer, minus the processing: same config, the same
- * defaults and fixed properties (processor.c setup()), subscribe, and the
- * same loop: one rd_kafka_consumer_poll, then rd_kafka_consume_batch_queue
- * without waiting for what is already queued (up to 1024 messages).
- * `decode`: also decode every message (dp_codec_decode_update). */
-int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t expect, uint64_t step1_msgs,
-                int decode, int64_t deadline_us, raw_result *r, char *errstr, size_t errn)
+/* The processor's consumer (processor.c setup()): the same config, the
+ * same defaults and fixed properties, polled through the consumer queue;
+ * NULL with a message if it cannot be made. */
+rd_kafka_t *bench_consumer_new(const dp_stream_config *cfg, const char *group, const char *who, char *errstr,
+                               size_t errn)
 {
-    memset(r, 0, sizeof *r);
     const char *const cons_kv[][2] = {{"group.id", group},
                                       {"enable.auto.commit", "false"},
                                       {"enable.auto.offset.store", "false"},
@@ -529,23 +526,47 @@ int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t expect,
     rd_kafka_conf_t *conf = dp_kafka_conf_with_defaults(cfg, NULL, dp_processor_consumer_defaults,
                                                         dp_processor_consumer_defaults_n, cons_kv, 5, errstr, errn);
     if (!conf)
-        return DP_EINVAL;
+        return NULL;
     char err[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!rk) {
+        dp_err(errstr, errn, DP_EIO, "%s: %s", who, err);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    return rk;
+}
+
+int bench_subscribe(rd_kafka_t *rk, const char *topic, char *errstr, size_t errn)
+{
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    return e ? dp_err(errstr, errn, DP_EIO, "subscribe to %s: %s", topic, rd_kafka_err2str(e)) : DP_OK;
+}
+
+/* The processor's consumer, minus the processing: bench_consumer_new,
+ * subscribe, and the processor's loop: one rd_kafka_consumer_poll, then
+ * rd_kafka_consume_batch_queue without waiting for what is already queued
+ * (up to 1024 messages).  `decode`: also decode every message
+ * (dp_codec_decode_update). */
+int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t expect, uint64_t step1_msgs,
+                int decode, int64_t deadline_us, raw_result *r, char *errstr, size_t errn)
+{
+    memset(r, 0, sizeof *r);
+    rd_kafka_t *rk = bench_consumer_new(cfg, group, "raw consumer", errstr, errn);
     if (!rk)
-        return dp_err(errstr, errn, DP_EIO, "raw consumer: %s", err);
+        return DP_EIO;
     dp_codec *codec = NULL;
     dp_codec_options copts;
     dp_stream_config_codec_options(cfg, &copts);
     int rc = decode ? dp_codec_create(&codec, &copts, errstr, errn) : DP_OK;
-    rd_kafka_poll_set_consumer(rk);
-    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(sub, cfg->topic_updates, RD_KAFKA_PARTITION_UA);
     int64_t t0 = now_us(), t_step1 = 0;
     double c0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), c_step1 = 0, m_step1 = 0;
-    if (rc == DP_OK && rd_kafka_subscribe(rk, sub))
-        rc = dp_err(errstr, errn, DP_EIO, "raw consumer: subscribe failed");
-    rd_kafka_topic_partition_list_destroy(sub);
+    if (rc == DP_OK)
+        rc = bench_subscribe(rk, cfg->topic_updates, errstr, errn);
+    char err[512];
     rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
     rd_kafka_message_t *batch[RAW_BATCH];
     while (rc == DP_OK && r->msgs < expect) {

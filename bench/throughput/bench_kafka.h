@@ -108,6 +108,11 @@ int watcher_wait(watcher *w, size_t si, uint64_t step, proc_thread *pt, int64_t 
                  int poll_ms, int64_t *when_us, char *errstr, size_t errn);
 int64_t high_watermark(rd_kafka_t *rk, const char *topic);
 
+/* A consumer with the processor's settings (NULL + errstr on failure); subscribe it to one topic. */
+rd_kafka_t *bench_consumer_new(const dp_stream_config *cfg, const char *group, const char *who, char *errstr,
+                               size_t errn);
+int bench_subscribe(rd_kafka_t *rk, const char *topic, char *errstr, size_t errn);
+
 /* The processor's consumer minus the processing (optionally + Avro decoding of every message). */
 int raw_consume(const dp_stream_config *cfg, const char *group, uint64_t expect, uint64_t step1_msgs,
                 int decode, int64_t deadline_us, raw_result *r, char *errstr, size_t errn);

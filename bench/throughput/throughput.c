@@ -19,6 +19,13 @@
  *        steady — steps 2..T: for (a) from consuming step 1's marker to
  *                 the last message, for (b) from step 1's budget event to
  *                 step T's; both cover the same (T-1)(n+1) messages;
+ *      (c) the fair ceiling (issue 41 §1, copy_pipeline.h): a bare
+ *      librdkafka consume→produce pipeline on the same topic that commits,
+ *      per step, a transaction holding exactly the messages (and bytes)
+ *      dpstream's transaction of that step held, with the consumed
+ *      offsets; timed as (b), through its own budget topic.  RESULT
+ *      ceiling prints b/c and each pass's process CPU per message
+ *      (--no-copy-pass leaves it out);
  *   3. latency — with a fresh processor on fresh topics, S streams of
  *      n_lat individuals (default 25 000) over L steps, one step of one
  *      stream at a time: produce the step's updates, wait until the
@@ -58,6 +65,7 @@
 
 #include "connectors/panel/panel_gen.h"
 #include "bench_kafka.h"
+#include "copy_pipeline.h"
 #include "state_disk.h"
 #include "codec/codec.h"
 #include "core/buf.h"
@@ -76,7 +84,7 @@ typedef struct bench_opts {
     const char *compression;
     uint32_t    chunk_records;
     int64_t     timeout_s;
-    int         no_throughput, no_latency, no_decode_pass, keep_topics, verbose, debug_log;
+    int         no_throughput, no_latency, no_decode_pass, no_copy_pass, keep_topics, verbose, debug_log;
     const char *kafka_kv[16][2];           /* --kafka NAME=VALUE: added to the config's "kafka" object */
     size_t      n_kafka_kv;
     char       *kafka_buf[16];
@@ -129,29 +137,58 @@ static double pct_ms(const int64_t *sorted_us, size_t n, double p)
     return (double)sorted_us[r - 1] / 1000.0;
 }
 
-static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *admin, created *cr, double *e2e_rate,
-                          char *errstr, size_t errn)
+/* The windows of a pass whose thread `pt` releases through `w`'s budget
+ * topic: t0 / pc0 are set by the caller just before the thread starts. */
+typedef struct pass_times {
+    int64_t t0, t_step1, t_end;
+    double  pc0, pc1, pc2;   /* process CPU at start, step 1, step T */
+    double  tc1, tc2;        /* the pass thread's own CPU at step 1, step T */
+    double  mc1, mc2;        /* the machine's busy CPU at step 1, step T */
+    int64_t disk1, disk2;    /* the state topic on the broker's disk at step 1, step T */
+} pass_times;
+
+static void pass_begin(pass_times *m)
 {
-    char topic_prefix[128], group[200];
-    snprintf(topic_prefix, sizeof topic_prefix, "%s-tp", prefix);
-    dp_stream_config *cfg = make_config(o, topic_prefix, "tp-", o->steps, errstr, errn);
-    if (!cfg)
-        return DP_EINVAL;
+    memset(m, 0, sizeof *m);
+    m->t0 = now_us();
+    m->pc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static int time_pass(watcher *w, proc_thread *pt, uint64_t steps, const char *state_topic, int64_t deadline,
+                     pass_times *m, char *errstr, size_t errn)
+{
+    clockid_t tclock;
+    if (pthread_getcpuclockid(pt->thread, &tclock) != 0)
+        return dp_err(errstr, errn, DP_EIO, "no CPU clock for the pass's thread");
+    int rc = watcher_wait(w, 0, 1, pt, deadline, 10, &m->t_step1, errstr, errn);
+    if (rc != DP_OK)
+        return rc;
+    m->pc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+    m->tc1 = cpu_s(tclock);
+    m->mc1 = machine_busy_s();
+    m->disk1 = bench_topic_disk_bytes(bench_broker_data_dir(), state_topic);
+    if ((rc = watcher_wait(w, 0, steps, pt, deadline, 10, &m->t_end, errstr, errn)) != DP_OK)
+        return rc;
+    m->pc2 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+    m->tc2 = cpu_s(tclock);   /* before the join: the clock dies with the thread */
+    m->mc2 = machine_busy_s();
+    m->disk2 = bench_topic_disk_bytes(bench_broker_data_dir(), state_topic);
+    return DP_OK;
+}
+
+static double steady_s(const pass_times *m) { return (double)(m->t_end - m->t_step1) / 1e6; }
+
+/* 1. fill: n individuals x T steps and a marker after each step. */
+static int fill_updates(const bench_opts *o, const dp_stream_config *cfg, const char *stream, char *errstr,
+                        size_t errn)
+{
     producer p = {0};
-    watcher w = {0};
-    proc_thread pt = {0};
     dp_panel_gen g;
     memset(&g, 0, sizeof g);
-    const char *stream = "tp-0";
-    const uint64_t per_step = o->n + 1, total = per_step * o->steps;
-    int64_t deadline = now_us() + o->timeout_s * 1000000;
-    int rc = create_topics(admin, cfg, cr, errstr, errn);
-    if (rc == DP_OK)
-        rc = panel_init(&g, o->n, o->steps, errstr, errn);
+    const uint64_t total = (o->n + 1) * o->steps;
+    int rc = panel_init(&g, o->n, o->steps, errstr, errn);
     if (rc == DP_OK)
         rc = producer_open(&p, cfg, 1, o->compression, errstr, errn);
-
-    /* 1. fill */
     int64_t f0 = now_us();
     for (uint64_t t = 1; t <= o->steps && rc == DP_OK; t++) {
         if ((rc = dp_panel_gen_next(&g)) != DP_OK)
@@ -162,84 +199,81 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     }
     if (rc == DP_OK)
         rc = producer_flush(&p, errstr, errn);
-    if (rc != DP_OK)
-        goto out;
-    double fill_s = (double)(now_us() - f0) / 1e6;
-    int64_t hw = high_watermark(p.rk, cfg->topic_updates);
-    printf("fill: %" PRIu64 " messages (%" PRIu64 " individuals x %" PRIu64 " steps + %" PRIu64
-           " markers) in %.2f s = %.0f msg/s (idempotent, acks=all, linger 50 ms, %s); topic high watermark %"
-           PRId64 "\n",
-           total, o->n, o->steps, o->steps, fill_s, (double)total / fill_s, o->compression, hw);
-    fflush(stdout);
-    /* idempotent producer and one partition: the offsets are exactly 0..total-1 */
-    if (hw != (int64_t)total) {
-        rc = dp_err(errstr, errn, DP_ESTATE, "updates topic holds %" PRId64 " messages, expected %" PRIu64, hw,
-                    total);
-        goto out;
+    if (rc == DP_OK) {
+        double fill_s = (double)(now_us() - f0) / 1e6;
+        int64_t hw = high_watermark(p.rk, cfg->topic_updates);
+        printf("fill: %" PRIu64 " messages (%" PRIu64 " individuals x %" PRIu64 " steps + %" PRIu64
+               " markers) in %.2f s = %.0f msg/s (idempotent, acks=all, linger 50 ms, %s); topic high watermark %"
+               PRId64 "\n",
+               total, o->n, o->steps, o->steps, fill_s, (double)total / fill_s, o->compression, hw);
+        fflush(stdout);
+        /* idempotent producer and one partition: the offsets are exactly 0..total-1 */
+        if (hw != (int64_t)total)
+            rc = dp_err(errstr, errn, DP_ESTATE, "updates topic holds %" PRId64 " messages, expected %" PRIu64, hw,
+                        total);
     }
+    producer_close(&p);
+    dp_panel_gen_free(&g);
+    return rc;
+}
 
-    /* 2a. raw consume */
-    raw_result raw, rawd;
+/* 2a. raw consume, then (a') with Avro decoding. */
+static int raw_passes(const bench_opts *o, const dp_stream_config *cfg, const char *topic_prefix, created *cr,
+                      int64_t deadline, raw_result *raw, char *errstr, size_t errn)
+{
+    char group[200];
+    const uint64_t per_step = o->n + 1, total = per_step * o->steps;
+    raw_result rawd;
     snprintf(group, sizeof group, "%s.raw", topic_prefix);
     add_group(cr, group);
-    if ((rc = raw_consume(cfg, group, total, per_step, 0, deadline, &raw, errstr, errn)) != DP_OK)
-        goto out;
+    int rc = raw_consume(cfg, group, total, per_step, 0, deadline, raw, errstr, errn);
+    if (rc != DP_OK)
+        return rc;
     printf("raw consume (no decode): %" PRIu64 " msgs, %.1f MB payload; total %.2f s = %.0f msg/s; "
            "steady (steps 2..T) %.2f s = %.0f msg/s; process CPU %.2f s total, %.2f s steady = %.0f msg per CPU-s; "
            "machine busy %.2f of %ld CPUs (steady)\n",
-           raw.msgs, (double)raw.bytes / 1e6, raw.total_s, (double)raw.msgs / raw.total_s, raw.steady_s,
-           (double)(total - per_step) / raw.steady_s, raw.total_cpu, raw.steady_cpu,
-           (double)(total - per_step) / raw.steady_cpu, raw.steady_machine / raw.steady_s, sysconf(_SC_NPROCESSORS_ONLN));
+           raw->msgs, (double)raw->bytes / 1e6, raw->total_s, (double)raw->msgs / raw->total_s, raw->steady_s,
+           (double)(total - per_step) / raw->steady_s, raw->total_cpu, raw->steady_cpu,
+           (double)(total - per_step) / raw->steady_cpu, raw->steady_machine / raw->steady_s,
+           sysconf(_SC_NPROCESSORS_ONLN));
     fflush(stdout);
-    if (!o->no_decode_pass) {
-        snprintf(group, sizeof group, "%s.rawdecode", topic_prefix);
-        add_group(cr, group);
-        if ((rc = raw_consume(cfg, group, total, per_step, 1, deadline, &rawd, errstr, errn)) != DP_OK)
-            goto out;
-        printf("raw consume + Avro decode: total %.2f s = %.0f msg/s; steady %.2f s = %.0f msg/s; "
-               "%.0f msg per CPU-s (steady); %" PRIu64 " decode errors\n",
-               rawd.total_s, (double)rawd.msgs / rawd.total_s, rawd.steady_s,
-               (double)(total - per_step) / rawd.steady_s, (double)(total - per_step) / rawd.steady_cpu,
-               rawd.decode_errors);
-        fflush(stdout);
-        if (rawd.decode_errors) {
-            rc = dp_err(errstr, errn, DP_ESTATE, "raw decode pass: %" PRIu64 " undecodable updates",
-                        rawd.decode_errors);
-            goto out;
-        }
-    }
+    if (o->no_decode_pass)
+        return DP_OK;
+    snprintf(group, sizeof group, "%s.rawdecode", topic_prefix);
+    add_group(cr, group);
+    if ((rc = raw_consume(cfg, group, total, per_step, 1, deadline, &rawd, errstr, errn)) != DP_OK)
+        return rc;
+    printf("raw consume + Avro decode: total %.2f s = %.0f msg/s; steady %.2f s = %.0f msg/s; "
+           "%.0f msg per CPU-s (steady); %" PRIu64 " decode errors\n",
+           rawd.total_s, (double)rawd.msgs / rawd.total_s, rawd.steady_s,
+           (double)(total - per_step) / rawd.steady_s, (double)(total - per_step) / rawd.steady_cpu,
+           rawd.decode_errors);
+    fflush(stdout);
+    if (rawd.decode_errors)
+        return dp_err(errstr, errn, DP_ESTATE, "raw decode pass: %" PRIu64 " undecodable updates", rawd.decode_errors);
+    return DP_OK;
+}
 
-    /* 2b. end to end */
+/* 2b. dp_processor_run end to end. */
+static int dpstream_pass(const bench_opts *o, const dp_stream_config *cfg, const char *topic_prefix, created *cr,
+                         int64_t deadline, pass_times *m, char *errstr, size_t errn)
+{
+    char group[200];
+    const uint64_t per_step = o->n + 1, total = per_step * o->steps, steady_msgs = total - per_step;
+    watcher w = {0};
+    proc_thread pt = {0};
+    const char *ids[1] = {"tp-0"};
     snprintf(group, sizeof group, "%s.processor", topic_prefix);   /* the processor's default group id */
     add_group(cr, group);
-    const char *ids[1] = {stream};
-    if ((rc = watcher_open(&w, cfg, "bench-watch", o->steps, ids, 1, "50", errstr, errn)) != DP_OK)
-        goto out;
-    int64_t e0 = now_us(), e_step1 = 0, e_end = 0;
-    double pc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), pc1 = 0, pc2 = 0, tc1 = 0, tc2 = 0, mc1 = 0, mc2 = 0;
-    clockid_t tclock;
-    if ((rc = proc_start(&pt, cfg, o->chunk_records, errstr, errn)) != DP_OK)
-        goto out;
-    if (pthread_getcpuclockid(pt.thread, &tclock) != 0) {
-        rc = dp_err(errstr, errn, DP_EIO, "no CPU clock for the processor thread");
-        goto out;
-    }
-    if ((rc = watcher_wait(&w, 0, 1, &pt, deadline, 10, &e_step1, errstr, errn)) != DP_OK)
-        goto out;
-    pc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
-    tc1 = cpu_s(tclock);
-    mc1 = machine_busy_s();
-    int64_t disk1 = bench_topic_disk_bytes(bench_broker_data_dir(), cfg->topic_state);
-    printf("end to end: step 1 released %.2f s after the processor started\n", (double)(e_step1 - e0) / 1e6);
-    fflush(stdout);
-    if ((rc = watcher_wait(&w, 0, o->steps, &pt, deadline, 10, &e_end, errstr, errn)) != DP_OK)
-        goto out;
-    pc2 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
-    tc2 = cpu_s(tclock);   /* before the join: the clock dies with the thread */
-    mc2 = machine_busy_s();
-    int64_t disk2 = bench_topic_disk_bytes(bench_broker_data_dir(), cfg->topic_state);
-    double tot_s = (double)(e_end - e0) / 1e6, steady_s = (double)(e_end - e_step1) / 1e6;
-    if ((rc = proc_stop(&pt, errstr, errn)) != DP_OK)
+    int rc = watcher_open(&w, cfg, "bench-watch", o->steps, ids, 1, "50", errstr, errn);
+    pass_begin(m);
+    if (rc == DP_OK)
+        rc = proc_start(&pt, cfg, o->chunk_records, errstr, errn);
+    if (rc == DP_OK)
+        rc = time_pass(&w, &pt, o->steps, cfg->topic_state, deadline, m, errstr, errn);
+    if (rc == DP_OK)
+        rc = proc_stop(&pt, errstr, errn);
+    if (rc != DP_OK)
         goto out;
     int64_t dlq = high_watermark(w.rk, cfg->topic_dead_letter);
     int64_t synth = high_watermark(w.rk, cfg->topic_synthetic);
@@ -249,55 +283,178 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     for (uint64_t t = 1; t <= o->steps; t++) {
         released += w.s[0].seen_us[t] != 0;
         if (o->verbose && w.s[0].seen_us[t])
-            printf("  step %" PRIu64 " released at +%.3f s\n", t, (double)(w.s[0].seen_us[t] - e0) / 1e6);
+            printf("  step %" PRIu64 " released at +%.3f s\n", t, (double)(w.s[0].seen_us[t] - m->t0) / 1e6);
     }
+    double tot_s = (double)(m->t_end - m->t0) / 1e6, st_s = steady_s(m);
+    printf("end to end: step 1 released %.2f s after the processor started\n", (double)(m->t_step1 - m->t0) / 1e6);
     printf("end to end (dpstream run): total %.2f s = %.0f msg/s; steady (steps 2..T) %.2f s = %.0f msg/s; "
            "%" PRIu64 "/%" PRIu64 " steps released; output offsets: synthetic %" PRId64 ", state %" PRId64
            ", dead letters %" PRId64 "\n",
-           tot_s, (double)total / tot_s, steady_s, (double)(total - per_step) / steady_s, released, o->steps, synth,
-           state, dlq);
-    uint64_t steady_msgs = total - per_step;
+           tot_s, (double)total / tot_s, st_s, (double)steady_msgs / st_s, released, o->steps, synth, state, dlq);
     printf("end to end CPU: process %.2f s total, %.2f s steady = %.0f msg per CPU-s; processor thread %.2f s "
            "steady = %.2f us/msg (%.0f%% of the steady wall time); machine busy %.2f of %ld CPUs (steady)\n",
-           pc2 - pc0, pc2 - pc1, (double)steady_msgs / (pc2 - pc1), tc2 - tc1,
-           1e6 * (tc2 - tc1) / (double)steady_msgs, 100.0 * (tc2 - tc1) / steady_s, (mc2 - mc1) / steady_s,
+           m->pc2 - m->pc0, m->pc2 - m->pc1, (double)steady_msgs / (m->pc2 - m->pc1), m->tc2 - m->tc1,
+           1e6 * (m->tc2 - m->tc1) / (double)steady_msgs, 100.0 * (m->tc2 - m->tc1) / st_s, (m->mc2 - m->mc1) / st_s,
            sysconf(_SC_NPROCESSORS_ONLN));
-    double ra = (double)steady_msgs / raw.steady_s, rb = (double)steady_msgs / steady_s;
-    double rca = (double)steady_msgs / raw.steady_cpu, rcb = (double)steady_msgs / (pc2 - pc1);
-    printf("RESULT throughput n=%" PRIu64 " T=%" PRIu64 " updates=%" PRIu64 ": raw %.0f msg/s, end-to-end %.0f "
-           "msg/s, ratio b/a %.3f (steady wall); total-window ratio %.3f; per CPU-second: raw %.0f, end-to-end "
-           "%.0f, ratio %.3f; machine CPU-s per message, end-to-end / raw %.2f\n",
-           o->n, o->steps, o->n * o->steps, ra, rb, rb / ra,
-           ((double)total / tot_s) / ((double)raw.msgs / raw.total_s), rca, rcb, rcb / rca,
-           (mc2 - mc1) / raw.steady_machine);
-    /* The state topic's log segments on the broker's disk: after step 1
-     * (its full snapshot; what of step 2 was already appended, uncommitted,
-     * counts there, so the steady figure may be low by up to a step's
-     * bytes / (T-1)) and after step T. */
-    if (disk1 >= 0 && disk2 >= 0 && o->steps > 1)
-        printf("RESULT state topic on disk: %.2f MB after step 1, %.2f MB after step %" PRIu64 ": %.3f MB per steady "
-               "step (steps 2..T), %.3f MB per step over all\n",
-               (double)disk1 / 1e6, (double)disk2 / 1e6, o->steps, (double)(disk2 - disk1) / 1e6 / (double)(o->steps - 1),
-               (double)disk2 / 1e6 / (double)o->steps);
-    else
-        printf("state topic on disk: unknown (no partition of %s under %s)\n", cfg->topic_state,
-               bench_broker_data_dir());
     fflush(stdout);
-    *e2e_rate = rb;
-    if (released != o->steps || dlq != 0) {
+    if (released != o->steps || dlq != 0)
         rc = dp_err(errstr, errn, DP_ESTATE, "unexpected outputs: %" PRIu64 " steps released, %" PRId64
                     " dead letters", released, dlq);
-        goto out;
-    }
 out:
     if (pt.started) {
         char e2[256];
         proc_stop(&pt, e2, sizeof e2);
     }
     watcher_close(&w);
-    producer_close(&p);
-    dp_panel_gen_free(&g);
+    return rc;
+}
+
+/* 2c. the copy pipeline (copy_pipeline.h): the same updates topic, the
+ * dpstream pass's transactions replayed into topics of its own. */
+static int copy_pass_run(const bench_opts *o, const dp_stream_config *cfg, const char *prefix, rd_kafka_t *admin,
+                         created *cr, int64_t deadline, pass_times *m, char *errstr, size_t errn)
+{
+    char cprefix[128], group[200];
+    snprintf(cprefix, sizeof cprefix, "%s-tpc", prefix);
+    snprintf(group, sizeof group, "%s.copy", cprefix);
+    const uint64_t per_step = o->n + 1, total = per_step * o->steps, steady_msgs = total - per_step;
+    dp_stream_config *ccfg = make_config(o, cprefix, "tp-", o->steps, errstr, errn);
+    if (!ccfg)
+        return DP_EINVAL;
+    copy_plan pl;
+    copy_pass cp;
+    memset(&cp, 0, sizeof cp);
+    watcher w = {0};
+    const char *ids[1] = {"tp-0"};
+    int rc = copy_plan_read(&pl, cfg, o->steps, deadline, errstr, errn);
+    if (rc == DP_OK) {
+        printf("copy plan (the dpstream pass's committed outputs, per run): synthetic %" PRIu64 " msgs %.2f MB, "
+               "budget %" PRIu64 " msgs, state %" PRIu64 " msgs %.2f MB; %zu transactions; step T's: %zu msgs\n",
+               pl.msgs_per[COPY_SYNTHETIC], (double)pl.bytes_per[COPY_SYNTHETIC] / 1e6, pl.msgs_per[COPY_BUDGET],
+               pl.msgs_per[COPY_STATE], (double)pl.bytes_per[COPY_STATE] / 1e6, pl.n_txn,
+               pl.txn_start[pl.n_txn] - pl.txn_start[pl.n_txn - 1]);
+        fflush(stdout);
+        rc = create_topics(admin, ccfg, cr, errstr, errn);
+    }
+    add_group(cr, group);
+    if (rc == DP_OK)
+        rc = watcher_open(&w, ccfg, "bench-watch", o->steps, ids, 1, "50", errstr, errn);
+    pass_begin(m);
+    if (rc == DP_OK)
+        rc = copy_start(&cp, cfg, ccfg, &pl, group, per_step, total, errstr, errn);
+    if (rc == DP_OK)
+        rc = time_pass(&w, &cp.t, o->steps, ccfg->topic_state, deadline, m, errstr, errn);
+    if (rc == DP_OK)
+        rc = proc_stop(&cp.t, errstr, errn);
+    if (rc == DP_OK) {
+        double tot_s = (double)(m->t_end - m->t0) / 1e6, st_s = steady_s(m);
+        printf("copy pipeline (librdkafka only): total %.2f s = %.0f msg/s; steady %.2f s = %.0f msg/s; "
+               "%" PRIu64 " transactions, %" PRIu64 " msgs produced; process CPU %.2f s steady = %.0f msg per CPU-s; "
+               "copy thread %.2f s steady; machine busy %.2f of %ld CPUs (steady)\n",
+               tot_s, (double)total / tot_s, st_s, (double)steady_msgs / st_s, cp.txns, cp.produced,
+               m->pc2 - m->pc1, (double)steady_msgs / (m->pc2 - m->pc1), m->tc2 - m->tc1, (m->mc2 - m->mc1) / st_s,
+               sysconf(_SC_NPROCESSORS_ONLN));
+        fflush(stdout);
+        if (cp.produced != pl.n)
+            rc = dp_err(errstr, errn, DP_ESTATE, "copy produced %" PRIu64 " of %zu planned messages", cp.produced, pl.n);
+    }
+    if (cp.t.started) {
+        char e2[256];
+        proc_stop(&cp.t, e2, sizeof e2);
+    }
+    watcher_close(&w);
+    copy_plan_free(&pl);
+    dp_stream_config_free(ccfg);
+    return rc;
+}
+
+static void state_disk_line(const dp_stream_config *cfg, const pass_times *m, uint64_t steps)
+{
+    /* The state topic's log segments on the broker's disk: after step 1
+     * (its full snapshot; what of step 2 was already appended, uncommitted,
+     * counts there, so the steady figure may be low by up to a step's
+     * bytes / (T-1)) and after step T. */
+    if (m->disk1 >= 0 && m->disk2 >= 0 && steps > 1)
+        printf("RESULT state topic on disk: %.2f MB after step 1, %.2f MB after step %" PRIu64 ": %.3f MB per steady "
+               "step (steps 2..T), %.3f MB per step over all\n",
+               (double)m->disk1 / 1e6, (double)m->disk2 / 1e6, steps, (double)(m->disk2 - m->disk1) / 1e6 / (double)(steps - 1),
+               (double)m->disk2 / 1e6 / (double)steps);
+    else
+        printf("state topic on disk: unknown (no partition of %s under %s)\n", cfg->topic_state,
+               bench_broker_data_dir());
+}
+
+static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *admin, created *cr, double *e2e_rate,
+                          char *errstr, size_t errn)
+{
+    char topic_prefix[128];
+    snprintf(topic_prefix, sizeof topic_prefix, "%s-tp", prefix);
+    dp_stream_config *cfg = make_config(o, topic_prefix, "tp-", o->steps, errstr, errn);
+    if (!cfg)
+        return DP_EINVAL;
+    const uint64_t per_step = o->n + 1, total = per_step * o->steps, steady_msgs = total - per_step;
+    int64_t deadline = now_us() + o->timeout_s * 1000000;
+    raw_result raw;
+    pass_times b, c;
+    int rc = create_topics(admin, cfg, cr, errstr, errn);
+    if (rc == DP_OK)
+        rc = fill_updates(o, cfg, "tp-0", errstr, errn);
+    if (rc == DP_OK)
+        rc = raw_passes(o, cfg, topic_prefix, cr, deadline, &raw, errstr, errn);
+    if (rc == DP_OK)
+        rc = dpstream_pass(o, cfg, topic_prefix, cr, deadline, &b, errstr, errn);
+    if (rc != DP_OK)
+        goto out;
+    double ra = (double)steady_msgs / raw.steady_s, rb = (double)steady_msgs / steady_s(&b);
+    double rca = (double)steady_msgs / raw.steady_cpu, rcb = (double)steady_msgs / (b.pc2 - b.pc1);
+    printf("RESULT throughput n=%" PRIu64 " T=%" PRIu64 " updates=%" PRIu64 ": raw %.0f msg/s, end-to-end %.0f "
+           "msg/s, ratio b/a %.3f (steady wall); total-window ratio %.3f; per CPU-second: raw %.0f, end-to-end "
+           "%.0f, ratio %.3f; machine CPU-s per message, end-to-end / raw %.2f\n",
+           o->n, o->steps, o->n * o->steps, ra, rb, rb / ra,
+           ((double)total / ((double)(b.t_end - b.t0) / 1e6)) / ((double)raw.msgs / raw.total_s), rca, rcb,
+           rcb / rca, (b.mc2 - b.mc1) / raw.steady_machine);
+    state_disk_line(cfg, &b, o->steps);
+    fflush(stdout);
+    *e2e_rate = rb;
+    if (o->no_copy_pass || (rc = copy_pass_run(o, cfg, prefix, admin, cr, deadline, &c, errstr, errn)) != DP_OK)
+        goto out;
+    double rc_ = (double)steady_msgs / steady_s(&c);
+    double us_a = 1e6 * raw.steady_cpu / (double)steady_msgs, us_b = 1e6 * (b.pc2 - b.pc1) / (double)steady_msgs,
+           us_c = 1e6 * (c.pc2 - c.pc1) / (double)steady_msgs;
+    printf("RESULT ceiling n=%" PRIu64 " T=%" PRIu64 ": raw %.0f, dpstream %.0f, copy %.0f msg/s (steady wall); "
+           "b/a %.3f, b/c %.3f; process CPU us per message (steady): raw %.3f, dpstream %.3f, copy %.3f; "
+           "CPU dpstream/copy %.3f, copy/raw %.3f; pass thread CPU us per message: dpstream %.3f, copy %.3f\n",
+           o->n, o->steps, ra, rb, rc_, rb / ra, rb / rc_, us_a, us_b, us_c, us_b / us_c, us_c / us_a,
+           1e6 * (b.tc2 - b.tc1) / (double)steady_msgs, 1e6 * (c.tc2 - c.tc1) / (double)steady_msgs);
+    fflush(stdout);
+out:
     dp_stream_config_free(cfg);
+    return rc;
+}
+
+/* The latency phase's warm-up stream (watcher index `si`): 100 individuals, one step. */
+static int latency_warmup(const bench_opts *o, producer *p, producer *mp, watcher *w, size_t si, const char *id,
+                          proc_thread *pt, int64_t deadline, char *errstr, size_t errn)
+{
+    dp_panel_gen wg;
+    memset(&wg, 0, sizeof wg);
+    int64_t tw = 0;
+    int rc = panel_init(&wg, 100, o->lat_steps, errstr, errn);
+    if (rc == DP_OK)
+        rc = dp_panel_gen_next(&wg);
+    if (rc == DP_OK)
+        rc = send_step(p, id, &wg, 1, 100, errstr, errn);
+    if (rc == DP_OK)
+        rc = producer_flush(p, errstr, errn);
+    /* through the marker producer: its first message waits for the
+     * topic's metadata and the idempotent producer id */
+    if (rc == DP_OK)
+        rc = send_marker(mp, id, 1, errstr, errn);
+    if (rc == DP_OK)
+        rc = producer_flush(mp, errstr, errn);
+    if (rc == DP_OK)
+        rc = watcher_wait(w, si, 1, pt, deadline, 1, &tw, errstr, errn);
+    dp_panel_gen_free(&wg);
     return rc;
 }
 
@@ -357,27 +514,8 @@ static int run_latency(const bench_opts *o, const char *prefix, rd_kafka_t *admi
     /* warm-up: one small stream released once, so no sample includes the
      * processor's or the producers' startup (group join, init_transactions,
      * state read, metadata, producer ids) */
-    if (rc == DP_OK) {
-        dp_panel_gen wg;
-        memset(&wg, 0, sizeof wg);
-        int64_t tw = 0;
-        rc = panel_init(&wg, 100, o->lat_steps, errstr, errn);
-        if (rc == DP_OK)
-            rc = dp_panel_gen_next(&wg);
-        if (rc == DP_OK)
-            rc = send_step(&p, ids[ns], &wg, 1, 100, errstr, errn);
-        if (rc == DP_OK)
-            rc = producer_flush(&p, errstr, errn);
-        /* through the marker producer: its first message waits for the
-         * topic's metadata and the idempotent producer id */
-        if (rc == DP_OK)
-            rc = send_marker(&mp, ids[ns], 1, errstr, errn);
-        if (rc == DP_OK)
-            rc = producer_flush(&mp, errstr, errn);
-        if (rc == DP_OK)
-            rc = watcher_wait(&w, ns, 1, &pt, deadline, 1, &tw, errstr, errn);
-        dp_panel_gen_free(&wg);
-    }
+    if (rc == DP_OK)
+        rc = latency_warmup(o, &p, &mp, &w, ns, ids[ns], &pt, deadline, errstr, errn);
     /* every stream's data is the same panel (the stream id is not mixed into
      * panel_gen's randomness); streams differ in noise */
     for (uint64_t t = 1; t <= o->lat_steps && rc == DP_OK; t++) {
@@ -465,7 +603,8 @@ static void usage(void)
             "         [--latency-individuals N (25000)] [--latency-streams S (10)] [--latency-steps L (12)]\n"
             "         [--settle-ms MS (auto)] [--chunk-records R (1000)] [--compression none|lz4|… (none)]\n"
             "         [--bootstrap HOST:PORT ($DPSTREAM_BOOTSTRAP_SERVERS or 127.0.0.1:39092)]\n"
-            "         [--timeout-s S (1800)] [--no-throughput] [--no-latency] [--no-decode-pass] [--keep-topics]\n"
+            "         [--timeout-s S (1800)] [--no-throughput] [--no-latency] [--no-decode-pass] [--no-copy-pass]\n"
+            "         [--keep-topics]\n"
             "         [--kafka NAME=VALUE (librdkafka property for every client; repeatable)]\n"
             "         [--verbose (print every latency sample)] [--debug-log (processor debug log)]\n");
 }
@@ -492,6 +631,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--no-throughput")) { o.no_throughput = 1; continue; }
         if (!strcmp(a, "--no-latency")) { o.no_latency = 1; continue; }
         if (!strcmp(a, "--no-decode-pass")) { o.no_decode_pass = 1; continue; }
+        if (!strcmp(a, "--no-copy-pass")) { o.no_copy_pass = 1; continue; }
         if (!strcmp(a, "--keep-topics")) { o.keep_topics = 1; continue; }
         if (!strcmp(a, "--verbose")) { o.verbose = 1; continue; }
         if (!strcmp(a, "--debug-log")) { o.debug_log = 1; continue; }
