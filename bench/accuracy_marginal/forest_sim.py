@@ -64,76 +64,14 @@ def mutual_info(t):
     p = t / t.sum(); pi = p.sum(1, keepdims=True); pj = p.sum(0, keepdims=True)
     nz = p > 0; return (p[nz] * np.log(p[nz] / (pi @ pj)[nz])).sum()
 
-def max_tree(weights):
-    # Kruskal on -weight
-    parent = list(range(d))
-    def find(a):
-        while parent[a] != a: parent[a] = parent[parent[a]]; a = parent[a]
-        return a
-    E = []
-    for w, (i, j) in sorted(((w, p) for p, w in weights.items()), reverse=True):
-        if find(i) != find(j): parent[find(i)] = find(j); E.append((i, j))
-    return E
-
-def tree_model(E, rng, extra_scale=1.0):
-    m = len(E)
-    tab = {}
-    for (i, j) in E:
-        tab[(i, j)] = true[(i, j)] + noisy_prefix((K[i], K[j]), m / eps * extra_scale, rng)
-    # node marginals: average of the noisy pair margins, projected; then each pair projected to its total
-    N = np.mean([t.sum() for t in tab.values()])
-    node = {}
-    for a in range(d):
-        ms = [t.sum(1) if i == a else t.sum(0) for (i, j), t in tab.items() if a in (i, j)]
-        node[a] = project(np.mean(ms, axis=0), N) / N
-    cond = {}
-    for (i, j), t in tab.items():
-        t = project(t, N) / N
-        # P(j | i) and P(i | j) from the pair, falling back to the node marginal where a row is empty
-        for a, b, tt in ((i, j, t), (j, i, t.T)):
-            rs = tt.sum(1, keepdims=True)
-            c = np.where(rs > 1e-12, tt / np.maximum(rs, 1e-300), node[b][None, :])
-            cond[(a, b)] = c
-    adj = {a: [] for a in range(d)}
-    for i, j in E: adj[i].append(j); adj[j].append(i)
-    model = {}
-    for i in range(d):
-        # BFS from i: P(i, x) for every x
-        joint = {i: np.diag(node[i])}
-        stack = [i]
-        while stack:
-            a = stack.pop()
-            for b in adj[a]:
-                if b not in joint:
-                    joint[b] = joint[a] @ cond[(a, b)]; stack.append(b)
-        for j in range(i + 1, d):
-            model[(i, j)] = joint[j] * n
-    return model
-
-mi = {p: mutual_info(true[p]) for p in pairs}
-E_oracle = max_tree(mi)
-print(f"{stream} eps {eps}: n {n}, T {T}; oracle tree edges:", [(names[i], names[j]) for i, j in E_oracle])
-exact_ind = {(i, j): np.outer(true[(i, j)].sum(1), true[(i, j)].sum(0)) / n for i, j in pairs}
-res = {"independent": [], "tree(oracle edges)": [], "tree(small-domain edges)": []}
-# public, data-independent tree alternative: a chain over the attributes sorted by domain size (no selection cost)
-order = sorted(range(d), key=lambda a: K[a])
-E_public = [(min(a, b), max(a, b)) for a, b in zip(order, order[1:])]
-for key in range(keys):
-    rng = np.random.default_rng(1000 + key)
-    res["independent"].append(avgwe(independent(rng)))
-    res["tree(oracle edges)"].append(avgwe(tree_model(E_oracle, rng)))
-    res["tree(small-domain edges)"].append(avgwe(tree_model(E_public, rng)))
-print(f"  exact independence {avgwe(exact_ind):.5f}; exact oracle tree {avgwe(tree_model(E_oracle, np.random.default_rng(0), 0.0)):.5f}")
-for k, v in res.items():
-    print(f"  {k:28s} AvgWE {np.mean(v):.5f} (keys {len(v)})")
-
-def forest_model(E, rng):
-    """Edges E (a forest) + 1-way counters for the attributes no edge covers; m = |E| + |isolated| counters, ε/m each."""
+def forest_model(E, rng, noise=1.0):
+    """Edges E (a forest; a spanning tree covers every attribute) + 1-way counters for the attributes no edge
+    covers; m = |E| + |isolated| counters at ε/m each (noise 0: the exact model of that forest)."""
     covered = {a for e in E for a in e}
     iso = [a for a in range(d) if a not in covered]
     m = len(E) + len(iso)
-    tab = {(i, j): true[(i, j)] + noisy_prefix((K[i], K[j]), m / eps, rng) for (i, j) in E}
-    one = {a: np.bincount(X[:, a], minlength=K[a]) + noisy_prefix((K[a],), m / eps, rng) for a in iso}
+    tab = {(i, j): true[(i, j)] + noisy_prefix((K[i], K[j]), noise * m / eps, rng) for (i, j) in E}
+    one = {a: np.bincount(X[:, a], minlength=K[a]) + noisy_prefix((K[a],), noise * m / eps, rng) for a in iso}
     N = np.mean([t.sum() for t in tab.values()] + [o.sum() for o in one.values()])
     node = {a: project(o, N) / N for a, o in one.items()}
     for a in covered:
@@ -158,7 +96,8 @@ def forest_model(E, rng):
             model[(i, j)] = joint[j] * n if j in joint else np.outer(node[i], node[j]) * n
     return model
 
-def forest(cmax):
+def forest(cmax=float("inf")):
+    """Kruskal on the true mutual information (the oracle), pairs of at most cmax cells."""
     parent = list(range(d))
     def find(a):
         while parent[a] != a: parent[a] = parent[parent[a]]; a = parent[a]
@@ -167,6 +106,23 @@ def forest(cmax):
     for w, (i, j) in sorted(((w, p) for p, w in mi.items()), reverse=True):
         if K[i] * K[j] <= cmax and find(i) != find(j): parent[find(i)] = find(j); E.append((i, j))
     return E
+
+mi = {p: mutual_info(true[p]) for p in pairs}
+E_oracle = forest()
+print(f"{stream} eps {eps}: n {n}, T {T}; oracle tree edges:", [(names[i], names[j]) for i, j in E_oracle])
+exact_ind = {(i, j): np.outer(true[(i, j)].sum(1), true[(i, j)].sum(0)) / n for i, j in pairs}
+res = {"independent": [], "tree(oracle edges)": [], "tree(small-domain edges)": []}
+# public, data-independent tree alternative: a chain over the attributes sorted by domain size (no selection cost)
+order = sorted(range(d), key=lambda a: K[a])
+E_public = [(min(a, b), max(a, b)) for a, b in zip(order, order[1:])]
+for key in range(keys):
+    rng = np.random.default_rng(1000 + key)
+    res["independent"].append(avgwe(independent(rng)))
+    res["tree(oracle edges)"].append(avgwe(forest_model(E_oracle, rng)))
+    res["tree(small-domain edges)"].append(avgwe(forest_model(E_public, rng)))
+print(f"  exact independence {avgwe(exact_ind):.5f}; exact oracle tree {avgwe(forest_model(E_oracle, np.random.default_rng(0), noise=0.0)):.5f}")
+for k, v in res.items():
+    print(f"  {k:28s} AvgWE {np.mean(v):.5f} (keys {len(v)})")
 
 for cmax in (20, 40, 100, 300, 1000):
     E = forest(cmax)
