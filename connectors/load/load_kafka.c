@@ -1,4 +1,9 @@
-/* load_kafka.c — idempotent producer of Avro Updates (see load_kafka.h). */
+/* load_kafka.c — idempotent producer of Avro Updates (see load_kafka.h).
+ *
+ * Owns: the producer, the codec, the config it was opened with, the key
+ * and encoding buffers.  Calls: codec (encode), shard_key (the key of an
+ * update of a sharded route), kafka_util (client, topic, partitions),
+ * stream_config (routes), registry (the Update id). */
 #include "connectors/load/load_kafka.h"
 
 #include <librdkafka/rdkafka.h>
@@ -10,6 +15,7 @@
 #include "core/dp_error.h"
 #include "stream/registry_subjects.h"
 #include "stream/kafka_util.h"
+#include "stream/shard_key.h"
 #include "stream/stream_config.h"
 #include "codec/codec.h"
 
@@ -21,6 +27,8 @@ struct dp_load_kafka {
     dp_codec         *codec;
     char             *topic;
     dp_buf            enc;
+    dp_buf            key;
+    int32_t           partitions;        /* the topic's, for a sharded route's markers */
     int               failed;            /* set by the delivery callback */
     char              failure[256];
 };
@@ -47,6 +55,7 @@ void dp_load_kafka_close(dp_load_kafka *k)
     dp_codec_destroy(k->codec);
     free(k->topic);
     dp_buf_free(&k->enc);
+    dp_buf_free(&k->key);
     free(k);
 }
 
@@ -59,6 +68,7 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
     if (!k)
         return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
     dp_buf_init(&k->enc);
+    dp_buf_init(&k->key);
     char err[512];
     int rc;
     if (o->config_path && ((rc = dp_stream_config_load_file(&k->cfg, o->config_path, err, sizeof err)) != DP_OK ||
@@ -138,17 +148,30 @@ int dp_load_kafka_open(dp_load_kafka **out, const dp_load_kafka_options *o, char
         dp_load_kafka_close(k);
         return dp_err(errstr, errstr_size, rc, "%s", err);
     }
+    /* a sharded route's CLOSE_STEP goes to every partition (shard_key.h);
+     * a topic just created may take a moment to show in the metadata */
+    int sharded = 0;
+    for (size_t i = 0; k->cfg && i < k->cfg->n_routes; i++)
+        sharded |= k->cfg->routes[i].sharded;
+    for (int tries = 0; sharded && k->partitions <= 0 && tries < 100; tries++)
+        if ((k->partitions = dp_kafka_topic_partition_count(k->rk, k->topic, 5000)) <= 0)
+            rd_kafka_poll(k->rk, 100);
+    if (sharded && k->partitions <= 0) {
+        dp_load_kafka_close(k);
+        return dp_err(errstr, errstr_size, DP_EIO, "cannot read the partition count of %s", k->topic);
+    }
     *out = k;
     return DP_OK;
 }
 
 /* Queue one message (waiting while the local queue is full). */
-static int send_bytes(dp_load_kafka *k, const void *key, size_t key_len, const void *val, size_t len, char *errstr,
-                      size_t errstr_size)
+static int send_bytes(dp_load_kafka *k, const void *key, size_t key_len, int32_t partition, const void *val,
+                      size_t len, char *errstr, size_t errstr_size)
 {
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
-            k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_HEADER("dpstream.type", "Update", -1),
+            k->rk, RD_KAFKA_V_TOPIC(k->topic), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_HEADER("dpstream.type", "Update", -1),
             RD_KAFKA_V_KEY((void *)key, key_len), RD_KAFKA_V_VALUE((void *)val, len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (!e)
@@ -173,15 +196,27 @@ int dp_load_kafka_send(dp_load_kafka *k, const dp_update *u, char *errstr, size_
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, "cannot encode an update of stream '%.*s' as Avro: %s",
                       (int)(u->stream_id_len < 80 ? u->stream_id_len : 80), u->stream_id, err);
-    /* key = stream id: every update of a stream lands in one partition */
-    return send_bytes(k, u->stream_id, u->stream_id_len, k->enc.data, k->enc.len, errstr, errstr_size);
+    /* Unsharded: key = stream id, every update of a stream in one
+     * partition.  Sharded: key = stream id ‖ 0x00 ‖ entity id, spread by
+     * the partitioner, and a marker on every partition (shard_key.h). */
+    const dp_stream_route *r = k->cfg ? dp_stream_config_route(k->cfg, u->stream_id, u->stream_id_len) : NULL;
+    int sharded = r && r->sharded;
+    if (dp_update_key(u, sharded, &k->key) != DP_OK)
+        return dp_err(errstr, errstr_size, DP_ENOMEM, "out of memory");
+    if (!sharded || u->kind != DP_UPDATE_CLOSE_STEP)
+        return send_bytes(k, k->key.data, k->key.len, RD_KAFKA_PARTITION_UA, k->enc.data, k->enc.len, errstr,
+                          errstr_size);
+    for (int32_t p = 0; p < k->partitions; p++)
+        if ((rc = send_bytes(k, k->key.data, k->key.len, p, k->enc.data, k->enc.len, errstr, errstr_size)) != DP_OK)
+            return rc;
+    return DP_OK;
 }
 
 int dp_load_kafka_send_raw(dp_load_kafka *k, const void *bytes, size_t len, char *errstr, size_t errstr_size)
 {
     if (k->failed)
         return dp_err(errstr, errstr_size, DP_EIO, "%s", k->failure);
-    return send_bytes(k, NULL, 0, bytes, len, errstr, errstr_size);
+    return send_bytes(k, NULL, 0, RD_KAFKA_PARTITION_UA, bytes, len, errstr, errstr_size);
 }
 
 int dp_load_kafka_flush(dp_load_kafka *k, char *errstr, size_t errstr_size)

@@ -1,5 +1,7 @@
 /* load_kafka.h — the Kafka output of `dpstream load`: Avro Updates produced
- * to the updates topic keyed by stream id, with the same encoding
+ * to the updates topic keyed by stream id (a sharded route's by stream id
+ * ‖ 0x00 ‖ entity id, its CLOSE_STEP markers to every partition:
+ * stream/shard_key.h, docs/kafka.md §10), with the same encoding
  * (codec/codec.h, plain Avro, "dpstream.type: Update" header, as
  * `dpstream produce` writes and `dpstream run` reads) and client settings (stream/kafka_util.h: the config's
  * "kafka" properties, $DPSTREAM_BOOTSTRAP_SERVERS) as `dpstream run`, so

@@ -62,6 +62,11 @@ static void print_route_text(size_t i, const dp_stream_route *r, const dp_synth_
             printf("; budget_group: the budget below is each stream's share of the route's");
         printf("\n");
     }
+    if (r->sharded)
+        printf("  %-12skeyed by stream id, a 0x00 byte and entity id, so its entities spread over every partition "
+               "of the updates topic, each partition a shard; every CLOSE_STEP marker goes to every partition.  "
+               "`run` does not serve sharded routes yet: they need the ingest and release roles (docs/kafka.md "
+               "§10)\n", "sharded");
     cli_plan_print(p);
     printf("  %-12son CLOSE_STEP markers and the step timer%s; %s\n", "steps close",
            r->gate.close_on_roster ? ", and when the roster is complete" : "",
@@ -79,6 +84,7 @@ static json_t *route_json(size_t i, const dp_stream_route *r, const dp_synth_pla
     json_object_set_new(o, "synthesizer", json_string(r->synthesizer));
     json_object_set_new(o, "max_streams", r->max_streams ? json_integer(r->max_streams) : json_null());
     json_object_set_new(o, "budget_group", json_boolean(r->budget_group));
+    json_object_set_new(o, "sharded", json_boolean(r->sharded));
     json_object_set_new(o, "lookahead", json_integer(r->gate.lookahead));
     json_object_set_new(o, "close_on_complete_roster", json_boolean(r->gate.close_on_roster));
     cli_plan_json(p, o);

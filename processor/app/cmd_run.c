@@ -205,6 +205,15 @@ static int run_setup(const char *cmd, const run_args *a, run_env *e, char *err, 
         run_env_free(e);
         return cli_fail(cmd, "%s", err);
     }
+    /* A sharded stream is on every partition: one consumer of a partition
+     * holds only a shard of it, whose statistics a release stage must
+     * merge (docs/kafka.md §10); until the roles exist, refuse it. */
+    for (size_t i = 0; i < e->cfg->n_routes; i++)
+        if (e->cfg->routes[i].sharded) {
+            run_env_free(e);
+            return cli_fail(cmd, "streams[%zu] is sharded: `run` does not serve sharded routes yet (they need "
+                            "separate ingest and release roles, docs/kafka.md §10)", i);
+        }
     if (cli_warn_not_dp_routes(e->cfg, 1, err, errsz) != DP_OK) {
         run_env_free(e);
         return cli_fail(cmd, "%s", err);

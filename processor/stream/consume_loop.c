@@ -10,9 +10,10 @@
  * and the run being collected, its encoder (dead letters, markers), the
  * idle-marker bookkeeping, and the progress counters n_msgs, n_steps,
  * n_dlq, n_markers.  Calls: route_table (an update's stream, the rule
- * replay shares), synth (ingest, close), snapshot_publish (the release and
- * the snapshot), committer (transactions, produce, a partition consumed),
- * processor_state (the tables). */
+ * replay shares), shard_key (the KEY_MISMATCH rule), synth (ingest,
+ * close), snapshot_publish (the release and the snapshot), committer
+ * (transactions, produce, a partition consumed), processor_state (the
+ * tables). */
 #include "stream/consume_loop.h"
 
 #include <inttypes.h>
@@ -28,6 +29,7 @@
 #include "stream/committer.h"
 #include "stream/kafka_util.h"
 #include "stream/route_table.h"
+#include "stream/shard_key.h"
 #include "stream/snapshot_publish.h"
 
 /* --- dead letters ---------------------------------------------------------------- */
@@ -164,25 +166,14 @@ static int accepted(proc *p, ps_stream *s, int64_t offset)
  * must be the stream id, and the partition the one the configured
  * partitioner gives that key — else two instances could each build a
  * state for the stream and each spend its budget.  The check needs only
- * the message's own key, partition and stream field. */
+ * the message's own key, partition and stream field (shard_key.h: the one
+ * rule; `run` serves no sharded route yet, stream_config.h). */
 static int key_mismatch(proc *p, const rd_kafka_message_t *m, const dp_update *u, char *msg, size_t n)
 {
-    if (!m->key || m->key_len != u->stream_id_len || memcmp(m->key, u->stream_id, m->key_len) != 0) {
-        snprintf(msg, n, "the message's key %s the stream id",
-                 m->key ? "is not" : "is null; it must be");
-        return 1;
-    }
-    int32_t cnt = ps_input_partition_count(p);
-    if (cnt <= 0)
-        return 0;   /* metadata unavailable: the stream table's own check below still holds */
-    int32_t home = dp_kafka_key_partition(p->cfg->partitioner, u->stream_id, u->stream_id_len, cnt);
-    if (home != m->partition) {
-        snprintf(msg, n, "stream id '%.*s' belongs in partition %" PRId32 " of %" PRId32 " (partitioner %s), "
-                 "but the message is in partition %" PRId32, (int)(u->stream_id_len < 100 ? u->stream_id_len : 100),
-                 u->stream_id, home, cnt, p->cfg->partitioner, m->partition);
-        return 1;
-    }
-    return 0;
+    /* the key first: the partition count costs a metadata request the first time */
+    return dp_update_key_mismatch(p->cfg->partitioner, u, 0, m->key, m->key_len, m->partition, 0, msg, n) ||
+           dp_update_key_mismatch(p->cfg->partitioner, u, 0, m->key, m->key_len, m->partition,
+                                  ps_input_partition_count(p), msg, n);
 }
 
 /* The placement check of a new stream (route_table.h), in context. */

@@ -58,6 +58,21 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
     dp_log_event(l, "librdkafka", NULL, 0, 0, "librdkafka %s: %s", fac, buf);
 }
 
+int32_t dp_kafka_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms)
+{
+    int32_t n = 0;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    if (t && rd_kafka_metadata(rk, 0, t, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+        !md->topics[0].err)
+        n = md->topics[0].partition_cnt;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (t)
+        rd_kafka_topic_destroy(t);
+    return n;
+}
+
 int32_t dp_kafka_key_partition(const char *partitioner, const void *key, size_t key_len, int32_t partition_cnt)
 {
     /* The _random variants differ from their plain ones only for empty

@@ -30,6 +30,10 @@ rd_kafka_conf_t *dp_kafka_conf_with_defaults(const dp_stream_config *cfg, const 
  * update of a stream sits in its stream id's one partition. */
 int32_t dp_kafka_key_partition(const char *partitioner, const void *key, size_t key_len, int32_t partition_cnt);
 
+/* The number of partitions of `topic` from a metadata request (waiting
+ * up to timeout_ms), or 0 if the topic or the answer is missing. */
+int32_t dp_kafka_topic_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
+
 /* The "dpstream.type" header of a message (a codec type name, or
  * "Progress"), NUL-terminated in out[0..n), or "" if absent or too long. */
 void dp_kafka_message_type(const rd_kafka_message_t *m, char *out, size_t n);

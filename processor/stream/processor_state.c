@@ -5,13 +5,15 @@
  * Owns: fatal, fatal_refused and fatal_msg; the stream table's membership
  * and lifetime (streams); the partition table (parts, n_parts) with each
  * partition's assigned and kept flags (and kept_end); the cached input
- * partition count.  A leaf: it calls no other part. */
+ * partition count.  Calls no other part of the processor; kafka_util for
+ * the partition count. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/dp_error.h"
+#include "stream/kafka_util.h"
 #include "stream/processor_internal.h"
 
 int64_t ps_now_ms(void)
@@ -181,16 +183,7 @@ void ps_input_partitions_forget(proc *p) { p->n_input_partitions = 0; }
 
 int32_t ps_input_partition_count(proc *p)
 {
-    if (p->n_input_partitions > 0)
-        return p->n_input_partitions;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(p->consumer, p->cfg->topic_updates, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    if (t && rd_kafka_metadata(p->consumer, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-        !md->topics[0].err)
-        p->n_input_partitions = md->topics[0].partition_cnt;
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    if (t)
-        rd_kafka_topic_destroy(t);
+    if (p->n_input_partitions <= 0)
+        p->n_input_partitions = dp_kafka_topic_partition_count(p->consumer, p->cfg->topic_updates, 5000);
     return p->n_input_partitions;
 }

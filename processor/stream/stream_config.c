@@ -302,6 +302,33 @@ static int check_synth_config(const dp_stream_route *r, size_t idx, char *errstr
     return DP_OK;
 }
 
+/* "sharded": one stream over every partition of the updates topic, keyed
+ * by entity (shard_key.h; docs/kafka.md §10).  Only for a synthesizer whose
+ * ingest half shards by entity, and without what needs one shard to see
+ * the whole stream: a step closing on a complete roster (a shard's roster
+ * is complete long before the stream's; steps close on markers or the
+ * timer, never on data) and max_streams (a count of streams per input
+ * partition, where a sharded stream is on every partition). */
+static int load_sharded(dp_stream_route *r, size_t idx, const json_t *j, char *errstr, size_t n)
+{
+    if (!json_is_boolean(j))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].sharded: must be true or false", idx);
+    if (!json_is_true(j))
+        return DP_OK;
+    if (!dp_synth_shards_by_entity(r->synthesizer))
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].sharded: synthesizer \"%s\" does not shard by entity (its "
+                      "step's statistics are not the sum of per-entity shards'; window and cumulative do)", idx,
+                      r->synthesizer);
+    if (r->gate.close_on_roster)
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].sharded: not with close_on_complete_roster (a shard sees "
+                      "only its entities; a sharded step closes on CLOSE_STEP markers or the step timer)", idx);
+    if (r->max_streams)
+        return dp_err(errstr, n, DP_EINVAL, "streams[%zu].sharded: not with max_streams (it counts streams per "
+                      "input partition; a sharded stream is on every partition)", idx);
+    r->sharded = 1;
+    return DP_OK;
+}
+
 static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *errstr, size_t n)
 {
     dp_stream_route *r = &c->routes[idx];
@@ -309,7 +336,7 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
     if (!json_is_object(js))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu]: must be an object", idx);
     const json_t *jmatch = NULL, *jprefix = NULL, *jsynth = NULL, *jcfg = NULL, *jlook = NULL, *jroster = NULL,
-                 *jmax = NULL, *jgroup = NULL;
+                 *jmax = NULL, *jgroup = NULL, *jshard = NULL;
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)js, key, val) {
@@ -321,10 +348,11 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
         else if (strcmp(key, "close_on_complete_roster") == 0) jroster = val;
         else if (strcmp(key, "max_streams") == 0) jmax = val;
         else if (strcmp(key, "budget_group") == 0) jgroup = val;
+        else if (strcmp(key, "sharded") == 0) jshard = val;
         else
             return dp_err(errstr, n, DP_EINVAL,
                           "streams[%zu]: unknown key \"%s\" (known: match, prefix, synthesizer, config, lookahead, "
-                          "close_on_complete_roster, max_streams, budget_group)", idx, key);
+                          "close_on_complete_roster, max_streams, budget_group, sharded)", idx, key);
     }
     if (jlook) {
         if (!json_is_integer(jlook) || json_integer_value(jlook) < 0 ||
@@ -421,6 +449,8 @@ static int load_route(dp_stream_config *c, size_t idx, const json_t *js, char *e
             r->budget_group = 1;
         }
     }
+    if (jshard && load_sharded(r, idx, jshard, errstr, n) != DP_OK)
+        return DP_EINVAL;
     /* The file-wide δ applies to every stream that does not choose its own. */
     if (!json_object_get(r->config, "delta") &&
         json_object_set_new(r->config, "delta", json_real(c->delta)) != 0)

@@ -79,6 +79,7 @@ typedef struct dp_stream_route {
     dp_gate_policy gate;    /* when its steps close and how far data may run ahead */
     uint32_t max_streams;   /* prefix routes: streams it may create per input partition (0: no cap) */
     int      budget_group;  /* its streams share its budget: config's budget is already the share */
+    int      sharded;       /* "sharded": keyed by stream id ‖ 0x00 ‖ entity id over every partition (shard_key.h) */
 } dp_stream_route;
 
 typedef struct dp_kafka_property {

@@ -394,7 +394,35 @@ static void test_gate_and_partitioner(void)
     }
 }
 
+/* "sharded": only for a synthesizer whose ingest half shards by entity,
+ * and not with what needs one shard to see the whole stream. */
+static void test_sharded(void)
+{
+    dp_stream_config *c = load_ok("{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"sharded\":true,"
+                                  "\"config\":" WINDOW_CFG "},{\"prefix\":\"c/\",\"synthesizer\":\"cumulative\","
+                                  "\"sharded\":true,\"config\":" CUMUL_CFG "},{\"match\":\"b\",\"synthesizer\":"
+                                  "\"window\",\"sharded\":false,\"config\":" WINDOW_CFG "}]}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT(dp_stream_config_route(c, "a", 1)->sharded);
+    CU_ASSERT(dp_stream_config_route(c, "c/x", 3)->sharded);
+    CU_ASSERT(!dp_stream_config_route(c, "b", 1)->sharded);
+    dp_stream_config_free(c);
+    static const bad_config BAD[] = {
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"sharded\":1,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].sharded: must be true or false"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"hypercube\",\"sharded\":true,\"config\":"
+         "{\"epsilon\":2}}]}", "streams[0].sharded: synthesizer \"hypercube\" does not shard by entity"},
+        {"{\"streams\":[{\"match\":\"a\",\"synthesizer\":\"window\",\"sharded\":true,"
+         "\"close_on_complete_roster\":true,\"config\":" WINDOW_CFG "}]}",
+         "streams[0].sharded: not with close_on_complete_roster"},
+        {"{\"streams\":[{\"prefix\":\"a\",\"synthesizer\":\"window\",\"sharded\":true,\"max_streams\":2,"
+         "\"config\":" WINDOW_CFG "}]}", "streams[0].sharded: not with max_streams"},
+    };
+    expect_refused("sharded", BAD, sizeof BAD / sizeof BAD[0]);
+}
+
 static const dptest_case CASES[] = {
+    {"sharded routes: window and cumulative only, no roster close, no max_streams", test_sharded},
     {"per-route step policy; partitioner choice and key placement", test_gate_and_partitioner},
     {"routing: exact before prefix, first match wins", test_routing},
     {"topic, kafka and delta defaults and overrides", test_defaults},

@@ -58,6 +58,12 @@ int dp_synth_budget_zcdp_only(const char *name)
     return ops && ops->budget_zcdp_only;
 }
 
+int dp_synth_shards_by_entity(const char *name)
+{
+    const dp_synth_ops *ops = dp_synth_ops_find(name);
+    return ops && ops->shards_by_entity;
+}
+
 static const char *const REASON_NAMES[DP_REJECT_REASON_COUNT] = {
     [DP_REJECT_NONE] = "NONE",
     [DP_REJECT_MALFORMED] = "MALFORMED",

@@ -349,6 +349,11 @@ typedef struct dp_synth_ops {
      * (REPORT or INSERT) and payload_kind: what its data updates are. */
     const char     *example_config;
     int             budget_zcdp_only;
+    /* 1 if its ingest half shards by entity: per-step statistics of
+     * disjoint sets of entities merge into the whole's (dp_stats_merge),
+     * whatever the order, so a route of it may be "sharded"
+     * (tests/unit/test_synth_shards.c shows it byte for byte). */
+    int             shards_by_entity;
     dp_update_kind  update_kind;
     dp_payload_kind payload_kind;
     /* ingest half */
@@ -396,6 +401,9 @@ const dp_synth_ops *dp_synth_ops_at(size_t i);
  * budget (marginal, spatial, adaptive, hypercube): its ops'
  * budget_zcdp_only; 0 for an unknown name. */
 int dp_synth_budget_zcdp_only(const char *name);
+
+/* Its ops' shards_by_entity; 0 for an unknown name. */
+int dp_synth_shards_by_entity(const char *name);
 
 /* Fill e's spend fields from the ledger of one step of an
  * event-level synthesizer whose steps compose in parallel (every event is

@@ -654,6 +654,7 @@ const dp_synth_ops dp_synth_ops_cumulative = {
     .name = "cumulative",
     .example_config = "{\"horizon\":6,\"rho\":1}",
     .budget_zcdp_only = 1,
+    .shards_by_entity = 1,
     .update_kind = DP_UPDATE_REPORT,
     .payload_kind = DP_PAYLOAD_CATEGORY,
     .ingest_create = cumul_ingest_create,

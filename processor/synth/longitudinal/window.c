@@ -593,6 +593,7 @@ const dp_synth_ops dp_synth_ops_window = {
     .name = "window",
     .example_config = "{\"horizon\":6,\"k\":2,\"categories\":2,\"rho\":1}",
     .budget_zcdp_only = 1,
+    .shards_by_entity = 1,
     .update_kind = DP_UPDATE_REPORT,
     .payload_kind = DP_PAYLOAD_CATEGORY,
     .ingest_create = window_ingest_create,
