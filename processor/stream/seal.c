@@ -1,4 +1,7 @@
-/* seal.c — see seal.h for the construction and why its nonce is safe. */
+/* seal.c — see seal.h for the construction and why its nonce is safe.
+ *
+ * Owns: nothing (keys are the caller's; subkeys are wiped after use).
+ * Calls: libsodium. */
 #include "stream/seal.h"
 
 #include <sodium.h>
@@ -90,4 +93,19 @@ int dp_unseal(const dp_key *state_key, const uint8_t *ad, size_t ad_len,
                       "snapshot does not authenticate under the configured state key");
     }
     return DP_OK;
+}
+
+void dp_mac(const dp_key *mac_key, const char *label, const uint8_t *ad, size_t ad_len, const uint8_t *data,
+            size_t len, uint8_t out[DP_MAC_BYTES])
+{
+    uint8_t sub[32], n[8];
+    crypto_generichash(sub, sizeof sub, (const uint8_t *)label, strlen(label), mac_key->bytes, sizeof mac_key->bytes);
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, sub, sizeof sub, DP_MAC_BYTES);
+    put_le64(n, (uint64_t)ad_len);
+    crypto_generichash_update(&h, n, sizeof n);
+    crypto_generichash_update(&h, ad, ad_len);
+    crypto_generichash_update(&h, data, len);
+    crypto_generichash_final(&h, out, DP_MAC_BYTES);
+    sodium_memzero(sub, sizeof sub);
 }

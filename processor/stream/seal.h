@@ -51,4 +51,13 @@ int dp_unseal(const dp_key *state_key, const uint8_t *ad, size_t ad_len,
               const uint8_t *sealed, size_t sealed_len, dp_buf *out,
               char *errstr, size_t errstr_size);
 
+/* Keyed MAC of a record that is authenticated but not encrypted (a
+ * plaintext snapshot, a statistics record): BLAKE2b-256 keyed with the
+ * subkey BLAKE2b-256(key = mac_key, msg = label), over le64(|ad|) ‖ ad ‖
+ * data.  The label separates the kinds of record, so one kind's MAC never
+ * verifies as another's. */
+#define DP_MAC_BYTES 32
+void dp_mac(const dp_key *mac_key, const char *label, const uint8_t *ad, size_t ad_len, const uint8_t *data,
+            size_t len, uint8_t out[DP_MAC_BYTES]);
+
 #endif

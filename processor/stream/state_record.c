@@ -45,25 +45,13 @@ static int chunk_public_fields(const dp_codec_snapshot *s, dp_buf *out)
 
 /* clear: reset *out before each chunk (the split form) or append to it
  * (the single-message form, which keeps its historical contract). */
-/* MAC of a plaintext state (state_record.h): BLAKE2b-256 keyed with a
- * subkey of mac_key, over the public fields (the AD) and the state. */
+/* MAC of a plaintext state (state_record.h): seal.h's keyed MAC under
+ * the state label, over the public fields (the AD) and the state. */
 static void state_mac(const dp_key *mac_key, const uint8_t *ad, size_t ad_len, const uint8_t *state, size_t len,
                       uint8_t out[DP_STATE_MAC_BYTES])
 {
-    static const char label[] = "dpstream.state.mac.v1";
-    uint8_t sub[32];
-    crypto_generichash(sub, sizeof sub, (const uint8_t *)label, sizeof label - 1, mac_key->bytes,
-                       sizeof mac_key->bytes);
-    crypto_generichash_state h;
-    crypto_generichash_init(&h, sub, sizeof sub, DP_STATE_MAC_BYTES);
-    uint8_t n[8];
-    for (int i = 0; i < 8; i++)
-        n[i] = (uint8_t)((uint64_t)ad_len >> (8 * i));
-    crypto_generichash_update(&h, n, sizeof n);
-    crypto_generichash_update(&h, ad, ad_len);
-    crypto_generichash_update(&h, state, len);
-    crypto_generichash_final(&h, out, DP_STATE_MAC_BYTES);
-    sodium_memzero(sub, sizeof sub);
+    _Static_assert(DP_STATE_MAC_BYTES == DP_MAC_BYTES, "one MAC size");
+    dp_mac(mac_key, "dpstream.state.mac.v1", ad, ad_len, state, len, out);
 }
 
 static int encode_chunks(dp_codec *codec, const dp_state_record *r, const dp_key *state_key,
