@@ -8,7 +8,10 @@
 #     shard by entity (hypercube), close_on_complete_roster, max_streams
 #     and a non-boolean;
 #   * `run` refuses a sharded route with exit 2 before it touches Kafka
-#     (its roles are not built yet), and runs none of it.
+#     (its roles are not built yet), and runs none of it;
+#   * `replay` reads one log and treats a sharded route as one stream: the
+#     same releases, budget events and rejections as the unsharded route
+#     (the reference a sharded run must equal).
 # Usage: bash sharded_cli.sh /path/to/dpstream
 set -euo pipefail
 BIN=${1:?usage: sharded_cli.sh path/to/dpstream}
@@ -61,4 +64,17 @@ DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 "$BIN" run --config "$WORK/good.json" --k
 grep -qF 'streams[0] is sharded: `run` does not serve sharded routes yet' "$WORK/run.err" \
     || fail "run: $(cat "$WORK/run.err")"
 ! grep -q "cannot reach" "$WORK/run.err" || fail "run tried Kafka first"
+# replay: sharded or not, one log, the same bytes
+"$BIN" gen-panel --n 80 --steps 5 --categories 2 --stay 0.8 --seed-hex "$KEY" --stream panel --close-steps \
+    --out "$WORK/panel.jsonl"
+sed 's/"sharded": true, //' "$WORK/good.json" > "$WORK/unsharded.json"
+! grep -q sharded "$WORK/unsharded.json" || fail "unsharded config still sharded"
+for c in good unsharded; do
+    "$BIN" replay --config "$WORK/$c.json" --input "$WORK/panel.jsonl" --out "$WORK/rep-$c" --key-hex "$KEY" \
+        > /dev/null || fail "replay with $c.json: exit $?"
+done
+[ "$(grep -c '"type":"manifest"' "$WORK/rep-good/releases.jsonl")" -eq 5 ] || fail "replay released no 5 steps"
+for f in releases.jsonl budget.jsonl rejected.jsonl; do
+    cmp -s "$WORK/rep-good/$f" "$WORK/rep-unsharded/$f" || fail "replay $f differs when the route is sharded"
+done
 echo "PASS: sharded_cli"
