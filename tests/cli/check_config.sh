@@ -273,6 +273,34 @@ EOF
 refused "independent with an attribute in no workload" "$WORK/indep_uncovered.json" \
     'streams[0].config: marginal: method "independent" reads attribute "e"'
 
+# --- marginal's method "forest" (issue 39): the plan names the counters + exponential mechanism and its keys;
+# epoch 0 keeps the d 1-ways at (1 - s)·eps/d; the forest keys are refused without the method
+python3 - "$WORK" <<'EOF'
+import json, sys
+w = sys.argv[1]
+cfg = json.load(open(f"{w}/indep.json"))
+c = cfg["streams"][0]["config"]
+c["method"] = "forest"; c["forest_edges"] = 2; c["forest_select_share"] = 0.2
+json.dump(cfg, open(f"{w}/forest.json", "w"))
+c["method"] = "independent"
+json.dump(cfg, open(f"{w}/forest_keys_indep.json", "w"))
+EOF
+"$BIN" check-config --config "$WORK/forest.json" --json > "$WORK/forest_plan.json" || fail "forest --json: exit $?"
+python3 - "$WORK/forest_plan.json" <<'EOF' || fail "forest JSON plan"
+import json, sys
+m = json.load(open(sys.argv[1]))["streams"][0]
+spends = [(r["first"], r["last"], r["spend"]) for r in m["spends"]]
+assert m["mechanism"] == "marginal/counters+exponential/discrete_laplace", m["mechanism"]
+assert m["composition"] == "parallel" and spends == [(1, 5, 2.0)], spends
+sp = m["spend"]
+assert sp["forest_edges"] == 2 and sp["forest_pair_cells"] == 100 and sp["forest_select_share"] == 0.2, sp
+assert abs(sp["per_attribute"] - 0.8 * 2 / 4) < 1e-6, sp
+assert abs(m["noise"]["selection_epsilon"] - 0.2 * 2 / 2) < 1e-5, m["noise"]
+assert "edge selection" in m["spend_rule"], m["spend_rule"]
+EOF
+refused "forest keys without method forest" "$WORK/forest_keys_indep.json" \
+    'streams[0].config: marginal: forest_edges is a key of method "forest" only'
+
 # --- marginal's estimate "all_measurements" (issue 39 item 1): post-processing, so the plan is Alg. 3's; refused
 # with a method that keeps no measurements, and drift_rows_per_step refused without it
 python3 - "$WORK" <<'EOF'

@@ -22,9 +22,8 @@
  *     step 7) restores into the bytes of the uninterrupted run;
  *   - the configuration: defaults, bounds, refusals. */
 #include "dptest.h"
-#include "synth_testkit.h"
+#include "marginal_testkit.h"
 
-#include "synth/common/stats.h"
 #include "synth/marginal/marginal_forest.h"
 
 #include <math.h>
@@ -34,18 +33,12 @@ static const uint32_t SIZES[D] = {3, 2, 4, 2};
 
 static json_t *cfg_of(int T, const char *budget, double value, const char *extra)
 {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "{\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\",\"2\"]},"
-             " {\"name\": \"b\", \"categories\": [\"x\",\"y\"]},"
-             " {\"name\": \"c\", \"categories\": [\"p\",\"q\",\"r\",\"s\"]},"
-             " {\"name\": \"e\", \"categories\": [\"u\",\"v\"]}],"
-             " \"horizon\": %d, \"%s\": %g, \"method\": \"forest\"%s}",
-             T, budget, value, extra ? extra : "");
-    json_error_t e;
-    json_t *j = json_loads(text, 0, &e);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    return j;
+    return tk_cfg_text("{\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\",\"2\"]},"
+                       " {\"name\": \"b\", \"categories\": [\"x\",\"y\"]},"
+                       " {\"name\": \"c\", \"categories\": [\"p\",\"q\",\"r\",\"s\"]},"
+                       " {\"name\": \"e\", \"categories\": [\"u\",\"v\"]}],"
+                       " \"horizon\": %d, \"%s\": %g, \"method\": \"forest\"%s}",
+                       T, budget, value, extra ? extra : "");
 }
 
 static void make_row(uint64_t i, int32_t *r)
@@ -61,13 +54,9 @@ static void make_row(uint64_t i, int32_t *r)
 }
 
 typedef struct run_state {
-    const dp_synth_ops *ops;
-    dp_ingest_half     *in;
-    dp_release_half    *rel;
-    tk_sink             sink;
-    uint64_t            next;
-    int32_t            *rows;   /* the last release's rows */
-    uint64_t            n, cap;
+    mk_run   r;
+    int32_t *rows;   /* the last release's rows */
+    uint64_t n, cap;
 } run_state;
 
 static void on_row(void *ctx, const dp_synth_record *r)
@@ -82,58 +71,27 @@ static void on_row(void *ctx, const dp_synth_record *r)
 
 static void run_open(run_state *s, const json_t *j, const dp_key *key)
 {
-    char err[256];
     memset(s, 0, sizeof *s);
-    s->ops = dp_synth_ops_find("marginal");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s->ops);
-    dp_synth_env env = {key, "m/1", 3};
-    CU_ASSERT_EQUAL_FATAL(s->ops->ingest_create(&s->in, j, err, sizeof err), DP_OK);
-    int rc = s->ops->release_create(&s->rel, j, &env, err, sizeof err);
-    if (rc != DP_OK)
-        printf("\n    %s", err);
-    CU_ASSERT_EQUAL_FATAL(rc, DP_OK);
-    tk_sink_init(&s->sink);
-    s->sink.on_record = on_row;
-    s->sink.hook_ctx = s;
+    mk_open(&s->r, j, key, D, make_row);
+    s->r.sink.on_record = on_row;
+    s->r.sink.hook_ctx = s;
 }
 
-/* One step of `rows` inserts, plus `extra` copies of one more row (another entity's) at the end. */
 static void run_step(run_state *s, uint64_t t, int rows, int extra)
 {
-    char id[24], err[256];
-    int32_t r[D];
-    for (int i = 0; i < rows + extra; i++) {
-        snprintf(id, sizeof id, i < rows ? "r%llu" : "x%llu", (unsigned long long)(i < rows ? s->next : (uint64_t)i));
-        make_row(i < rows ? s->next++ : 1000000 + t, r);
-        dp_update u = {.stream_id = "m/1", .stream_id_len = 3, .step = t, .kind = DP_UPDATE_INSERT,
-                       .entity_id = id, .entity_id_len = strlen(id),
-                       .payload = {.kind = DP_PAYLOAD_ROW, .row = r, .row_len = D}};
-        dp_reject_reason why;
-        CU_ASSERT_EQUAL(s->ops->ingest_update(s->in, &u, &why), DP_OK);
-    }
-    dp_stats st;
-    dp_stats_init(&st, t);
-    CU_ASSERT_EQUAL_FATAL(s->ops->ingest_close(s->in, t, &st), DP_OK);
-    dp_release_sink rs = tk_sink_of(&s->sink);
     s->n = 0;
-    int rc = s->ops->release_step(s->rel, t, &st, &rs, err, sizeof err);
-    if (rc != DP_OK)
-        printf("\n    step %llu: %s", (unsigned long long)t, err);
-    CU_ASSERT_EQUAL_FATAL(rc, DP_OK);
-    dp_stats_free(&st);
+    mk_step(&s->r, t, rows, extra);
 }
 
 static void run_close(run_state *s)
 {
-    s->ops->ingest_destroy(s->in);
-    s->ops->release_destroy(s->rel);
-    tk_sink_free(&s->sink);
+    mk_close(&s->r);
     free(s->rows);
 }
 
 static const dp_forest *forest_of(const run_state *s)
 {
-    return ((const marginal_release *)s->rel)->forest;
+    return ((const marginal_release *)s->r.rel)->forest;
 }
 
 static int in_rounding(uint64_t got, double want)
@@ -144,7 +102,7 @@ static int in_rounding(uint64_t got, double want)
 /* The release against the model it was drawn from; returns the largest cross-tree z, counts the bad cells. */
 static double check_rows(const run_state *s, int *bad, int *edges_seen)
 {
-    const marginal_release *m = (const marginal_release *)s->rel;
+    const marginal_release *m = (const marginal_release *)s->r.rel;
     const dp_forest *f = m->forest;
     uint64_t n = s->n;
     CU_ASSERT_EQUAL(n, m->last_rows);
@@ -249,7 +207,7 @@ static void test_ledger_exact_every_step(void)
         for (int t = 1; t <= T; t++) {
             run_step(&s, (uint64_t)t, 150, 0);
             const dp_forest *f = forest_of(&s);
-            const dp_ledger *l = s.ops->release_ledger(s.rel);
+            const dp_ledger *l = s.r.ops->release_ledger(s.r.rel);
             uint64_t sel = (uint64_t)llround(0.2 / 0.8 * f->n_kept * (double)(1u << 20));
             CU_ASSERT_EQUAL(l->n_entries, f->n_kept + 1);
             CU_ASSERT_EQUAL(l->units_total, ((uint64_t)f->n_kept << 20) + sel);
@@ -262,9 +220,9 @@ static void test_ledger_exact_every_step(void)
             }
             CU_ASSERT_EQUAL(l->entries[l->n_entries - 1].units, sel);
             CU_ASSERT_STRING_EQUAL(l->entries[l->n_entries - 1].mechanism, "marginal/forest/select/exponential");
-            CU_ASSERT(s.sink.b_spent_step == budget);
-            CU_ASSERT(s.sink.b_spent_total == budget);
-            CU_ASSERT_EQUAL(s.sink.b_status, t == T ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE);
+            CU_ASSERT(s.r.sink.b_spent_step == budget);
+            CU_ASSERT(s.r.sink.b_spent_total == budget);
+            CU_ASSERT_EQUAL(s.r.sink.b_status, t == T ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE);
             /* epoch 0 keeps the d 1-ways; later epochs fewer (edges cover >= 2 attributes each) */
             CU_ASSERT(t > 1 || f->n_kept == D);
         }
@@ -287,11 +245,11 @@ static void test_selection_reads_only_the_previous_epoch(void)
     for (int t = 1; t <= T; t++) {
         run_step(&a, (uint64_t)t, 200, 0);
         run_step(&b, (uint64_t)t, 200, t == tau);
-        const marginal_release *ma = (const marginal_release *)a.rel, *mb = (const marginal_release *)b.rel;
+        const marginal_release *ma = (const marginal_release *)a.r.rel, *mb = (const marginal_release *)b.r.rel;
         const dp_forest *fa = ma->forest, *fb = mb->forest;
         if (t < tau) {
-            len_before_tau = a.sink.out.len;
-            CU_ASSERT(a.sink.out.len == b.sink.out.len && memcmp(a.sink.out.data, b.sink.out.data, a.sink.out.len) == 0);
+            len_before_tau = a.r.sink.out.len;
+            CU_ASSERT(a.r.sink.out.len == b.r.sink.out.len && memcmp(a.r.sink.out.data, b.r.sink.out.data, a.r.sink.out.len) == 0);
         }
         if (t < 8)
             edges_same &= fa->n_edges == fb->n_edges && memcmp(fa->edge_w, fb->edge_w, fa->n_edges * 4) == 0;
@@ -308,8 +266,8 @@ static void test_selection_reads_only_the_previous_epoch(void)
         }
     }
     CU_ASSERT(len_before_tau > 0);
-    CU_ASSERT(a.sink.out.len != b.sink.out.len ||
-              memcmp(a.sink.out.data, b.sink.out.data, a.sink.out.len) != 0);   /* the row did count */
+    CU_ASSERT(a.r.sink.out.len != b.r.sink.out.len ||
+              memcmp(a.r.sink.out.data, b.r.sink.out.data, a.r.sink.out.len) != 0);   /* the row did count */
     CU_ASSERT_EQUAL(nc, 6);
     CU_ASSERT(edges_same);
     CU_ASSERT(util_same_2);
@@ -327,33 +285,15 @@ static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *ou
     json_t *j = ctx ? cfg_of(T, "rho", 0.5, ", \"counter\": \"tree\"") : cfg_of(T, "epsilon", 3, NULL);
     dp_key key;
     dptest_key(&key, key_variant);
-    dp_synth_env env = {&key, "m/1", 3};
-    dp_synth *s = NULL;
-    char err[256];
-    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&s, "marginal", j, &env, err, sizeof err), DP_OK);
-    tk_sink k;
-    tk_sink_init(&k);
-    dp_release_sink rs = tk_sink_of(&k);
-    uint64_t next = 0;
+    mk_run s;
+    mk_open(&s, j, &key, D, make_row);
     for (int t = 1; t <= T; t++) {
         if (t == restore_at + 1 && restore_at)
-            tk_snapshot_restore(&s, "marginal", j, &env, NULL);
-        for (int i = 0; i < 120; i++) {
-            char id[24];
-            int32_t r[D];
-            snprintf(id, sizeof id, "r%llu", (unsigned long long)next);
-            make_row(next++, r);
-            dp_update u = {.stream_id = "m/1", .stream_id_len = 3, .step = (uint64_t)t, .kind = DP_UPDATE_INSERT,
-                           .entity_id = id, .entity_id_len = strlen(id),
-                           .payload = {.kind = DP_PAYLOAD_ROW, .row = r, .row_len = D}};
-            dp_reject_reason why;
-            CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
-        }
-        CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &rs, err, sizeof err), DP_OK);
+            mk_restore(&s, j, &key);
+        mk_step(&s, (uint64_t)t, 120, 0);
     }
-    dp_buf_put_bytes(out, k.out.data, k.out.len);
-    tk_sink_free(&k);
-    dp_synth_destroy(s);
+    dp_buf_put_bytes(out, s.sink.out.data, s.sink.out.len);
+    mk_close(&s);
     json_decref(j);
 }
 

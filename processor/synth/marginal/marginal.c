@@ -753,6 +753,7 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
     dp_plan_kv(out->noise, &out->n_noise, pure ? "measurement_scale" : "measurement_sigma2", m->noise_param);
     dp_plan_kv(out->noise, &out->n_noise, "group", (double)m->group);
     dp_plan_kv(out->noise, &out->n_noise, "workloads", (double)c->n_workloads);
+    dp_marginal_forest_describe(m, out);
     double sd = m->noise_sd;
     if (c->method != DP_MARGINAL_MWEM) {
         dp_counter *probe = NULL;

@@ -216,7 +216,12 @@ int dp_marginal_forest_plan(marginal_release *m, char *errstr, size_t errstr_siz
         return dp_err(errstr, errstr_size, rc, NAME ": counter: %s", why);
     m->first_sd = m->noise_sd = sqrt(dp_counter_variance(probe, 1));
     dp_counter_destroy(probe);
+    /* the plan's measurement_sd_max: the longest epoch's counter at its horizon, at m = d (the least budget) */
     m->ccfg = f->ccfg;
+    for (uint64_t s_e = 1; s_e <= c->horizon; s_e <<= 1) {
+        uint64_t len = c->horizon - s_e + 1 < s_e ? c->horizon - s_e + 1 : s_e;
+        m->ccfg.horizon = len > m->ccfg.horizon ? len : m->ccfg.horizon;
+    }
     m->noise_param = c->model == DP_PRIVACY_PURE ? 1.0 / f->ccfg.budget.value : 1.0 / (2 * f->ccfg.budget.value);
     if (c->forest_edges > 0) {
         uint64_t units = ((uint64_t)f->n_kept << UNIT_BITS) + f->sel_units;
@@ -228,6 +233,18 @@ int dp_marginal_forest_plan(marginal_release *m, char *errstr, size_t errstr_siz
     double g = m->group, cb = f->ccfg.budget.value, sel = dp_ledger_units_value(&m->ledger, f->sel_units);
     double planned = c->model == DP_PRIVACY_PURE ? g * f->n_kept * cb + sel : g * g * f->n_kept * cb + sel;
     return dp_ledger_check_plan(&m->ledger, (dp_privacy){c->model, planned}, errstr, errstr_size);
+}
+
+void dp_marginal_forest_describe(const marginal_release *m, dp_synth_plan *out)
+{
+    const dp_marginal_config *c = &m->cfg;
+    if (c->method != DP_MARGINAL_FOREST)
+        return;
+    dp_plan_kv(out->spend, &out->n_spend, "forest_edges", (double)c->forest_edges);
+    dp_plan_kv(out->spend, &out->n_spend, "forest_pair_cells", (double)c->forest_pair_cells);
+    dp_plan_kv(out->spend, &out->n_spend, "forest_select_share", c->forest_select_share);
+    if (c->forest_edges)
+        dp_plan_kv(out->noise, &out->n_noise, "selection_epsilon", m->em.epsilon);
 }
 
 /* N̂ and the node marginals (one_off layout) from kept values vals (kept_cells). */

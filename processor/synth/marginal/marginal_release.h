@@ -130,6 +130,8 @@ int  dp_marginal_forest_step(marginal_release *m, uint64_t step, char *errstr, s
 int  dp_marginal_forest_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
 void dp_marginal_forest_free(marginal_release *m);
 int  dp_marginal_forest_save(const marginal_release *m, dp_buf *b);
+/* The plan's forest entries (no-op for other methods): k, C, s, the first selection's ε per pick. */
+void dp_marginal_forest_describe(const marginal_release *m, dp_synth_plan *out);
 int  dp_marginal_forest_load(marginal_release *m, dp_reader *r);
 
 /* Estimate all_measurements (marginal_estimate.c); every entry is a no-op under estimate "selected". */
