@@ -484,11 +484,13 @@ int dp_marginal_forest_load(marginal_release *m, dp_reader *r)
     for (uint64_t k = 0; k < f->kept_cells && rc == DP_OK; k++)
         rc = dp_marginal_get_counter(m, r, &f->cnt[k], &f->c_last[k], steps);
     for (uint64_t k = 0; k < f->kept_cells && rc == DP_OK; k++)
-        if (!isfinite(f->base[k] = dp_reader_f64(r)))
+        if (!(fabs(f->base[k] = dp_reader_f64(r)) <= 0x1.0p53))   /* finite, and no sum of it overflows */
             rc = DP_ECORRUPT;
     for (size_t i = 0; i < c->n_workloads && rc == DP_OK; i++)
         for (uint64_t k = 0; f->cand[i] && k < c->workloads[i].cells; k++)
-            f->dacc[c->workloads[i].offset + k] = dp_reader_i64(r);
+            if ((f->dacc[c->workloads[i].offset + k] = dp_reader_i64(r)) < 0 ||
+                f->dacc[c->workloads[i].offset + k] > ((int64_t)1 << 53))   /* D⁺ >= 0; no step's sum overflows */
+                rc = DP_ECORRUPT;
     if (rc != DP_OK || (rc = dp_reader_status(r)) != DP_OK)
         return rc;
     f->epoch = e;
