@@ -33,7 +33,7 @@
  * penalty is public (configuration and step), so u moves by at most 4 rows:
  * on the grid U = floor(u·2^8) by at most 4·2^8 + 1 units, and g events by
  * ΔU = 4·g·2^8 + 1 (FOREST_DELTA_U).  Measured (full Adult, key 0, ε = 0.5 /
- * 1, bs 50 and 200): the penalty and the stop lowered AvgWE in 6 of 6
+ * 1 / 4, bs 50 and 200): the penalty and the stop lowered AvgWE in 6 of 6
  * settings (e.g. randomized bs 50, ε = 0.5: 0.0057 → 0.0047).
  *
  * (The design first scored against p̂, N̂_D from epoch e − 1's noisy
