@@ -4,7 +4,7 @@
  * b follows a and e follows c (7 rows in 8) and the two groups are
  * independent:
  *
- *   - the rows are the model: every root column holds round(n·node) values
+ *   - the rows are the model (forest_edges 8, 2 and 0): every root column holds round(n·node) values
  *     and, for every edge and every parent value v held by n_v rows, the
  *     child's counts are n_v·P(child | v) rounded up or down — the edge's
  *     released 2-way table is exactly the rounded conditionals; a pair in
@@ -12,7 +12,8 @@
  *     checks, and 2·10³·2Φ(−6) < 10⁻⁵ bounds a false alarm);
  *   - every step's ledger is exact: m_e counters of 2^20 units and the
  *     selection's round(s/(1−s)·m_e·2^20), spent = the budget bit for bit,
- *     under pure ε and ρ-zCDP;
+ *     under pure ε and ρ-zCDP; with forest_edges 0, d counters and no
+ *     selection (and the rows then are the d roots' product);
  *   - the selection reads only the previous epoch's rows: one row more at
  *     step τ = 4 (epoch 2) leaves the releases of steps 1–3, the edges of
  *     steps 1–7 and the selection utilities computed at steps 2 and 4 bit
@@ -170,8 +171,11 @@ static double check_rows(const run_state *s, int *bad, int *edges_seen)
 static void test_rows_are_the_rounded_conditionals(void)
 {
     const int T = 12;
-    for (int two = 0; two < 2; two++) {   /* forest_edges 2 (two trees) and the default (up to 3) */
-        json_t *j = cfg_of(T, "epsilon", 20, two ? ", \"forest_edges\": 2" : NULL);
+    static const char *const K[] = {"8", "2", "0"};   /* the default (up to 3 edges), two trees, no edge */
+    for (int v = 0; v < 3; v++) {
+        char extra[48];
+        snprintf(extra, sizeof extra, ", \"forest_edges\": %s", K[v]);
+        json_t *j = cfg_of(T, "epsilon", 20, extra);
         dp_key key;
         dptest_key(&key, 4);
         run_state s;
@@ -184,11 +188,11 @@ static void test_rows_are_the_rounded_conditionals(void)
             worst = z > worst ? z : worst;
         }
         printf("\n    forest_edges %s: %d edge checks, largest cross-tree |cell - hypergeometric mean| / sd %.2f",
-               two ? "2" : "8", edges, worst);
+               K[v], edges, worst);
         CU_ASSERT_EQUAL(bad, 0);
-        CU_ASSERT(edges >= T - 1);   /* edges from step 2 on: the check had something to check */
+        CU_ASSERT(v == 2 ? edges == 0 : edges >= T - 1);   /* edges from step 2 on: the check had something to check */
         CU_ASSERT(worst < 6);
-        CU_ASSERT(!two || worst > 0);   /* two trees: cross-tree pairs were checked */
+        CU_ASSERT(v == 0 || worst > 0);   /* two trees, or d: cross-tree pairs were checked */
         run_close(&s);
         json_decref(j);
     }
@@ -196,10 +200,11 @@ static void test_rows_are_the_rounded_conditionals(void)
 
 static void test_ledger_exact_every_step(void)
 {
-    for (int zcdp = 0; zcdp < 2; zcdp++) {
-        const int T = 9;
+    for (int v = 0; v < 3; v++) {   /* pure, zCDP, and pure without edges (no selection share) */
+        const int T = 9, zcdp = v == 1, none = v == 2;
         const double budget = zcdp ? 0.3 : 1.5;
-        json_t *j = cfg_of(T, zcdp ? "rho" : "epsilon", budget, ", \"forest_select_share\": 0.2");
+        json_t *j = cfg_of(T, zcdp ? "rho" : "epsilon", budget,
+                           none ? ", \"forest_edges\": 0" : ", \"forest_select_share\": 0.2");
         dp_key key;
         dptest_key(&key, 2);
         run_state s;
@@ -208,19 +213,28 @@ static void test_ledger_exact_every_step(void)
             run_step(&s, (uint64_t)t, 150, 0);
             const dp_forest *f = forest_of(&s);
             const dp_ledger *l = s.r.ops->release_ledger(s.r.rel);
-            uint64_t sel = (uint64_t)llround(0.2 / 0.8 * f->n_kept * (double)(1u << 20));
-            CU_ASSERT_EQUAL(l->n_entries, f->n_kept + 1);
+            uint64_t sel = none ? 0 : (uint64_t)llround(0.2 / 0.8 * f->n_kept * (double)(1u << 20));
+            CU_ASSERT_EQUAL(l->n_entries, f->n_kept + !none);
+            CU_ASSERT(!none || f->n_kept == D);
             CU_ASSERT_EQUAL(l->units_total, ((uint64_t)f->n_kept << 20) + sel);
             CU_ASSERT_EQUAL(l->units_spent, l->units_total);
             CU_ASSERT(l->spent == budget);   /* exact: bit for bit */
-            for (size_t i = 0; i + 1 < l->n_entries; i++) {
+            /* the counters' noise is at what the ledger books for each: (1 − s')·budget/m_e */
+            for (uint64_t k = 0; k < f->kept_cells; k++)
+                CU_ASSERT(dp_counter_config_of(f->cnt[k])->budget.value == l->entries[0].amount);
+            for (size_t i = 0; i < f->n_kept; i++) {
                 CU_ASSERT_EQUAL(l->entries[i].units, 1u << 20);
                 CU_ASSERT_STRING_EQUAL(l->entries[i].mechanism, zcdp ? "marginal/counters/discrete_gaussian"
                                                                      : "marginal/counters/discrete_laplace");
             }
-            CU_ASSERT_EQUAL(l->entries[l->n_entries - 1].units, sel);
-            CU_ASSERT_STRING_EQUAL(l->entries[l->n_entries - 1].mechanism, "marginal/forest/select/exponential");
+            if (!none) {
+                CU_ASSERT_EQUAL(l->entries[l->n_entries - 1].units, sel);
+                CU_ASSERT_STRING_EQUAL(l->entries[l->n_entries - 1].mechanism, "marginal/forest/select/exponential");
+            }
             CU_ASSERT(s.r.sink.b_spent_step == budget);
+            CU_ASSERT_STRING_EQUAL(s.r.sink.b_mechanism, none ? "marginal/counters/discrete_laplace"
+                                                       : zcdp ? "marginal/counters+exponential/discrete_gaussian"
+                                                              : "marginal/counters+exponential/discrete_laplace");
             CU_ASSERT(s.r.sink.b_spent_total == budget);
             CU_ASSERT_EQUAL(s.r.sink.b_status, t == T ? DP_BUDGET_EXHAUSTED : DP_BUDGET_ACTIVE);
             /* epoch 0 keeps the d 1-ways; later epochs fewer (edges cover >= 2 attributes each) */
@@ -358,7 +372,8 @@ int main(void)
         {"forest: each edge's released 2-way table is the rounded conditionals, roots round(n·node), pairs in two "
          "trees hypergeometric within 6 sd",
          test_rows_are_the_rounded_conditionals},
-        {"forest: every step's ledger is exact (m counters of 2^20 units + the selection share), pure and zCDP",
+        {"forest: every step's ledger is exact (m counters of 2^20 units + the selection share), pure, zCDP and "
+         "without edges",
          test_ledger_exact_every_step},
         {"forest: one row more at step 4 changes no release before it, no edge before step 8, no selection utility "
          "before step 8; the dependent pairs are chosen at large eps",
