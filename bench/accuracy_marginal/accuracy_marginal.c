@@ -5,7 +5,7 @@
  * figures for the same settings.
  *
  *   bench_accuracy_marginal --data DIR [--streams a,b] [--epsilons 0.5,1,2,4] [--keys 5]
- *                           [--methods mwem,select_measure_fit,independent] [--selections 2] [--fit mw|pgm]
+ *                           [--methods mwem,select_measure_fit,independent,forest] [--selections 2] [--fit mw|pgm]
  *                           [--aggregate mean|last (default: the synthesizer's, mean for mw)]
  *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
  *                           [--first-key 0]
@@ -13,6 +13,9 @@
  *                           [--max-model-cells N (fit pgm's cap; default the config's 2^20)]
  *                           [--estimate selected|all_measurements (select_measure_fit's; default selected)]
  *                           [--drift-rows-per-step B (all_measurements' public drift bound; default N̂_t/t)]
+ *                           [--forest-edges k] [--forest-pair-cells C] [--forest-share s] (method forest's;
+ *                           default the config's 8 / 100 / 0.1)
+ *                           [--model pure|zcdp (zcdp: the budget is ρ = ε²/2 for each --epsilons ε)]
  *
  * DIR is make_updates.py's output (adult.csv + attributes.json).  The
  * synthesizer runs in-process behind synth.h (the code `dpstream` runs);
@@ -124,6 +127,10 @@ static const char *COUNTER = "simple";   /* --counter: every workload cell's cou
 static long long MAX_MODEL_CELLS = 0;    /* --max-model-cells: the pgm model's size cap (0: the config default) */
 static const char *ESTIMATE = NULL;       /* --estimate: select_measure_fit's estimate (NULL: the config default) */
 static double DRIFT = 0;                   /* --drift-rows-per-step (0: the config default) */
+static long long FOREST_EDGES = -1;        /* --forest-edges (-1: the config default) */
+static long long FOREST_PAIR_CELLS = 0;    /* --forest-pair-cells (0: the config default) */
+static double FOREST_SHARE = 0;            /* --forest-share (0: the config default) */
+static int ZCDP = 0;                       /* --model zcdp: rho = eps^2/2 */
 
 typedef struct eval_sink {
     const pairs *q;
@@ -280,7 +287,8 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
                 key_i, K, fit, aggregate ? aggregate : "default", COUNTER);
     uint64_t T = rs->steps < max_steps ? rs->steps : max_steps;
     json_t *cfg = json_pack("{s:O, s:s, s:I, s:f, s:i, s:s, s:s, s:s, s:i}", "attributes", ATTRS, "workloads",
-                            "all_2way", "horizon", (json_int_t)T, "epsilon", eps, "selections_per_step", K,
+                            "all_2way", "horizon", (json_int_t)T, ZCDP ? "rho" : "epsilon", ZCDP ? eps * eps / 2 : eps,
+                            "selections_per_step", K,
                             "counter", COUNTER, "method", method, "fit", fit, "fit_iterations", iters);
     if (aggregate)
         json_object_set_new(cfg, "aggregate", json_string(aggregate));
@@ -290,6 +298,14 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
         json_object_set_new(cfg, "estimate", json_string(ESTIMATE));
     if (DRIFT > 0 && ESTIMATE && !strcmp(method, "select_measure_fit"))
         json_object_set_new(cfg, "drift_rows_per_step", json_real(DRIFT));
+    if (!strcmp(method, "forest")) {
+        if (FOREST_EDGES >= 0)
+            json_object_set_new(cfg, "forest_edges", json_integer(FOREST_EDGES));
+        if (FOREST_PAIR_CELLS > 0)
+            json_object_set_new(cfg, "forest_pair_cells", json_integer(FOREST_PAIR_CELLS));
+        if (FOREST_SHARE > 0 && FOREST_EDGES != 0)
+            json_object_set_new(cfg, "forest_select_share", json_real(FOREST_SHARE));
+    }
     dp_key key;
     for (int i = 0; i < DP_KEY_BYTES; i++)
         key.bytes[i] = (uint8_t)(i * 7 + 13 * key_i + 1);
@@ -373,7 +389,7 @@ int main(int argc, char **argv)
 {
     const char *data = NULL, *fit = "auto", *aggregate = NULL;
     char streams_arg[512] = "adult/randomized-bs50,adult/randomized-bs200,adult/ordered-bs50,adult/ordered-bs200";
-    char eps_arg[128] = "0.5,1,2,4", methods_arg[128] = "mwem,select_measure_fit,independent";
+    char eps_arg[128] = "0.5,1,2,4", methods_arg[128] = "mwem,select_measure_fit,independent,forest";
     int keys = 5, first_key = 0, K = 2, last = 10, iters = 10;
     uint64_t max_steps = UINT64_MAX;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -392,6 +408,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--estimate")) ESTIMATE = argv[i + 1];
         else if (!strcmp(argv[i], "--drift-rows-per-step")) DRIFT = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit-iterations")) iters = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--forest-edges")) FOREST_EDGES = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--forest-pair-cells")) FOREST_PAIR_CELLS = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--forest-share")) FOREST_SHARE = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--model")) ZCDP = !strcmp(argv[i + 1], "zcdp");
         else if (!strcmp(argv[i], "--max-steps")) max_steps = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--trace")) {
             if (!(TRACE = fopen(argv[i + 1], "a"))) {
@@ -412,8 +432,8 @@ int main(int argc, char **argv)
     size_t n_sets;
     if (load_data(data, &sets, &n_sets) != 0)
         return 1;
-    char *streams[8], *epss[8], *methods[3];
-    size_t ns = split(streams_arg, streams, 8), ne = split(eps_arg, epss, 8), nm = split(methods_arg, methods, 3);
+    char *streams[8], *epss[8], *methods[4];
+    size_t ns = split(streams_arg, streams, 8), ne = split(eps_arg, epss, 8), nm = split(methods_arg, methods, 4);
     double domain = 1;
     for (uint32_t i = 0; i < P; i++)
         domain *= SIZES[i];
@@ -440,7 +460,10 @@ int main(int argc, char **argv)
             for (size_t mi = 0; mi < nm; mi++) {
                 /* independent (the 1-way baseline) is printed beside the paper's Proposed */
                 int proposed = strcmp(methods[mi], "mwem") != 0;
-                const char *label = !proposed ? "baseline" : !strcmp(methods[mi], "independent") ? "indep" : "proposed";
+                const char *label = !proposed                             ? "baseline"
+                                    : !strcmp(methods[mi], "independent") ? "indep"
+                                    : !strcmp(methods[mi], "forest")      ? "forest"
+                                                                          : "proposed";
                 double v[N_METRICS][64], sps = 0, rps = 0;
                 int ok = 0;
                 for (int k = 0; k < keys && k < 64; k++) {

@@ -252,16 +252,38 @@ cat > "$WORK/indep.json" <<'EOF'
 EOF
 "$BIN" check-config --config "$WORK/indep.json" > "$WORK/indep.txt" || fail "independent: exit $?"
 grep -q "marginal/counters/discrete_laplace" "$WORK/indep.txt" || fail "independent: text plan names no counters mechanism"
-"$BIN" check-config --config "$WORK/indep.json" --json > "$WORK/indep_plan.json" || fail "independent --json: exit $?"
-python3 - "$WORK/indep_plan.json" <<'EOF' || fail "independent JSON plan"
+# --- and method "forest" (issue 39): the plan names the counters + exponential mechanism and its keys; epoch 0
+# keeps the d 1-ways at (1 - s)·eps/d; the forest keys are refused without the method
+python3 - "$WORK" <<'EOF'
 import json, sys
-m = json.load(open(sys.argv[1]))["streams"][0]
-spends = [(r["first"], r["last"], r["spend"]) for r in m["spends"]]
-assert m["mechanism"] == "marginal/counters/discrete_laplace", m["mechanism"]
-assert m["composition"] == "parallel" and spends == [(1, 5, 2.0)], spends
-assert m["spend"]["attributes"] == 4 and m["spend"]["per_attribute"] == 0.5, m["spend"]
-assert "selection_epsilon" not in m["noise"] and m["noise"]["measurement_scale"] == 2.0, m["noise"]
-assert "1-way" in m["spend_rule"], m["spend_rule"]
+w = sys.argv[1]
+cfg = json.load(open(f"{w}/indep.json"))
+c = cfg["streams"][0]["config"]
+c["method"] = "forest"; c["forest_edges"] = 2; c["forest_select_share"] = 0.2
+json.dump(cfg, open(f"{w}/forest.json", "w"))
+c["method"] = "independent"
+json.dump(cfg, open(f"{w}/forest_keys_indep.json", "w"))
+EOF
+for p in indep forest; do
+    "$BIN" check-config --config "$WORK/$p.json" --json > "$WORK/${p}_plan.json" || fail "$p --json: exit $?"
+done
+python3 - "$WORK/indep_plan.json" "$WORK/forest_plan.json" <<'EOF' || fail "independent / forest JSON plans"
+import json, sys
+for path, mech in zip(sys.argv[1:], ("marginal/counters/discrete_laplace", "marginal/counters+exponential/discrete_laplace")):
+    m = json.load(open(path))["streams"][0]
+    spends = [(r["first"], r["last"], r["spend"]) for r in m["spends"]]
+    assert m["mechanism"] == mech, m["mechanism"]
+    assert m["composition"] == "parallel" and spends == [(1, 5, 2.0)], spends
+    sp, noise = m["spend"], m["noise"]
+    if "forest" not in path:
+        assert sp["attributes"] == 4 and sp["per_attribute"] == 0.5, sp
+        assert "selection_epsilon" not in noise and noise["measurement_scale"] == 2.0, noise
+        assert "1-way" in m["spend_rule"], m["spend_rule"]
+        continue
+    assert sp["forest_edges"] == 2 and sp["forest_pair_cells"] == 100 and sp["forest_select_share"] == 0.2, sp
+    assert abs(sp["per_attribute"] - 0.8 * 2 / 4) < 1e-6, sp
+    assert abs(noise["selection_epsilon"] - 0.2 * 2 / 2) < 1e-5, noise
+    assert "edge selection" in m["spend_rule"], m["spend_rule"]
 EOF
 python3 - "$WORK" <<'EOF'
 import json, sys
@@ -272,6 +294,9 @@ json.dump(cfg, open(f"{w}/indep_uncovered.json", "w"))
 EOF
 refused "independent with an attribute in no workload" "$WORK/indep_uncovered.json" \
     'streams[0].config: marginal: method "independent" reads attribute "e"'
+
+refused "forest keys without method forest" "$WORK/forest_keys_indep.json" \
+    'streams[0].config: marginal: forest_edges is a key of method "forest" only'
 
 # --- marginal's estimate "all_measurements" (issue 39 item 1): post-processing, so the plan is Alg. 3's; refused
 # with a method that keeps no measurements, and drift_rows_per_step refused without it

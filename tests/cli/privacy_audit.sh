@@ -23,6 +23,9 @@
 #      4b. the same for method "independent" (1-way counters, product rows).
 #      4c. the same for estimate "all_measurements" (the release refitted to
 #          every kept measurement, weights from public quantities only).
+#      4d. the same for method "forest" (epoch counters, the edges picked at
+#          step 4 by exponential mechanisms from epoch 1's rows — steps 2–3,
+#          where the neighbour's row is inserted and deleted — tree rows).
 #   5. spatial (safe variant, user-level s = 2): D2 adds one person's point
 #      (inserted at step 2, deleted at step 3) to 40 people's points and
 #      entity-matched deletes.  The tree's shape, the leaf counts and the
@@ -139,6 +142,12 @@ for name in ("m1.jsonl", "m2.jsonl"):
     for o in objs:
         o["stream"] = "mi"
     open(f"{work}/i{name}", "w").write("\n".join(json.dumps(o, separators=(",", ":")) for o in objs) + "\n")
+# 4d. the same neighbours for marginal's method "forest" (stream "mf")
+for name in ("m1.jsonl", "m2.jsonl"):
+    objs = [json.loads(l) for l in open(f"{work}/{name}").read().splitlines()]
+    for o in objs:
+        o["stream"] = "mf"
+    open(f"{work}/f{name}", "w").write("\n".join(json.dumps(o, separators=(",", ":")) for o in objs) + "\n")
 # 4c. the same neighbours for marginal's estimate "all_measurements" (stream "me")
 for name in ("m1.jsonl", "m2.jsonl"):
     objs = [json.loads(l) for l in open(f"{work}/{name}").read().splitlines()]
@@ -232,6 +241,9 @@ cat > "$WORK/config.json" <<'JSON'
   {"match": "mi", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
      "horizon": 4, "epsilon": 1, "method": "independent"}},
+  {"match": "mf", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
+     {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
+     "horizon": 4, "epsilon": 1, "method": "forest", "forest_edges": 2}},
   {"match": "me", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
      "horizon": 4, "epsilon": 1, "selections_per_step": 2, "estimate": "all_measurements"}},
@@ -256,6 +268,8 @@ python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/m1.jsonl" "$W
     || { echo "FAIL: marginal neighbours (one person's row inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/im1.jsonl" "$WORK/im2.jsonl" mX "$KEYS" "$WORK" \
     || { echo "FAIL: marginal independent neighbours (one person's row inserted and deleted)" >&2; status=1; }
+python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/fm1.jsonl" "$WORK/fm2.jsonl" mX "$KEYS" "$WORK" \
+    || { echo "FAIL: marginal forest neighbours (one person's row inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/em1.jsonl" "$WORK/em2.jsonl" mX "$KEYS" "$WORK" \
     || { echo "FAIL: marginal all_measurements neighbours (one person's row inserted and deleted)" >&2; status=1; }
 python3 "$HERE/privacy_audit.py" "$BIN" "$WORK/config.json" "$WORK/s1.jsonl" "$WORK/s2.jsonl" sX "$KEYS" "$WORK" \

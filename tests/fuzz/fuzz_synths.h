@@ -3,11 +3,11 @@
 #ifndef FUZZ_SYNTHS_H
 #define FUZZ_SYNTHS_H
 
-#define FUZZ_SYNTHS 11
+#define FUZZ_SYNTHS 12
 
 static const char *const FUZZ_SYNTH_NAMES[FUZZ_SYNTHS] = {"window", "cumulative", "marginal", "marginal", "marginal",
                                                          "spatial", "spatial", "adaptive", "adaptive",
-                                                         "hypercube", "hypercube"};
+                                                         "hypercube", "hypercube", "marginal"};
 static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"horizon\":6,\"k\":2,\"rho\":1}",
     "{\"horizon\":6,\"rho\":1}",
@@ -29,12 +29,15 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"method\":\"ba\",\"privacy\":\"w_event\",\"w\":3}",
     "{\"epsilon\":2,\"points_per_step\":5,\"max_depth\":6,\"max_release_points\":10000}",
     "{\"epsilon\":4,\"dims\":1,\"points_per_step\":5,\"max_depth\":6,\"output\":\"delta\"}",
+    "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},"
+    "{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],\"horizon\":6,\"epsilon\":20,\"method\":\"forest\","
+    "\"counter\":\"tree\",\"max_release_rows\":10000}",
 };
 
 /* The kind of synthesizer entry `which` is: 0 reports, 1 table rows, 2 points, 3 reported points. */
 static inline int fuzz_synth_family(int which)
 {
-    return which >= 9 ? 3 : which < 2 || which >= 7 ? 0 : which < 5 ? 1 : 2;
+    return which == 11 ? 1 : which >= 9 ? 3 : which < 2 || which >= 7 ? 0 : which < 5 ? 1 : 2;
 }
 
 /* The dimension of entry `which`'s points. */

@@ -13,9 +13,8 @@
  *     measurements are in the snapshot);
  *   - the configuration refuses it where it means nothing. */
 #include "dptest.h"
-#include "synth_testkit.h"
+#include "marginal_testkit.h"
 
-#include "synth/common/stats.h"
 #include "synth/marginal/marginal_release.h"
 
 #include <math.h>
@@ -70,56 +69,15 @@ static void make_row(uint64_t i, int32_t *r)
     r[2] = (int32_t)(((h >> 16) % 4 == 0) ? (h >> 20) % 4 : (uint64_t)r[0]);
 }
 
-typedef struct run_state {
-    const dp_synth_ops *ops;
-    dp_ingest_half     *in;
-    dp_release_half    *rel;
-    tk_sink             sink;
-    uint64_t            next;
-} run_state;
+typedef mk_run run_state;
 
 static void run_open(run_state *s, const json_t *j, const dp_key *key)
 {
-    char err[256];
-    s->ops = dp_synth_ops_find("marginal");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s->ops);
-    dp_synth_env env = {key, "m/1", 3};
-    CU_ASSERT_EQUAL_FATAL(s->ops->ingest_create(&s->in, j, err, sizeof err), DP_OK);
-    CU_ASSERT_EQUAL_FATAL(s->ops->release_create(&s->rel, j, &env, err, sizeof err), DP_OK);
-    tk_sink_init(&s->sink);
-    s->next = 0;
+    mk_open(s, j, key, 3, make_row);
 }
 
-/* One step of `rows` inserts (plus `extra` more at the end: the neighbour's row). */
-static void run_step(run_state *s, uint64_t t, int rows, int extra)
-{
-    char id[24], err[256];
-    int32_t r[3];
-    for (int i = 0; i < rows + extra; i++) {
-        snprintf(id, sizeof id, "r%llu", (unsigned long long)s->next);
-        make_row(i < rows ? s->next++ : 1000000 + t, r);
-        dp_update u = {.stream_id = "m/1", .stream_id_len = 3, .step = t, .kind = DP_UPDATE_INSERT,
-                       .entity_id = id, .entity_id_len = strlen(id),
-                       .payload = {.kind = DP_PAYLOAD_ROW, .row = r, .row_len = 3}};
-        if (i >= rows)
-            u.entity_id = "extra", u.entity_id_len = 5;
-        dp_reject_reason why;
-        CU_ASSERT_EQUAL(s->ops->ingest_update(s->in, &u, &why), DP_OK);
-    }
-    dp_stats st;
-    dp_stats_init(&st, t);
-    CU_ASSERT_EQUAL_FATAL(s->ops->ingest_close(s->in, t, &st), DP_OK);
-    dp_release_sink rs = tk_sink_of(&s->sink);
-    CU_ASSERT_EQUAL_FATAL(s->ops->release_step(s->rel, t, &st, &rs, err, sizeof err), DP_OK);
-    dp_stats_free(&st);
-}
-
-static void run_close(run_state *s)
-{
-    s->ops->ingest_destroy(s->in);
-    s->ops->release_destroy(s->rel);
-    tk_sink_free(&s->sink);
-}
+#define run_step mk_step
+#define run_close mk_close
 
 /* Two runs of the same configuration under the same key (variant v). */
 static void open_pair(run_state *a, run_state *b, const json_t *j, dp_key *key, uint8_t v)

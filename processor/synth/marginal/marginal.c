@@ -79,12 +79,9 @@
  * projected; bench/RESULTS.md). */
 #include "synth/marginal/marginal_release.h"
 
-#include "core/counter.h"
 #include "core/dp_error.h"
 #include "core/ledger_io.h"
-#include "core/exp_mech.h"
 #include "core/rational.h"
-#include "core/sample.h"
 #include "core/simplex.h"
 
 #include <math.h>
@@ -127,6 +124,7 @@ static void marginal_release_destroy(dp_release_half *rel)
         m->mops->destroy(m->fresh);
         dp_marginal_mixture_free(m);
         dp_marginal_indep_free(m);
+        dp_marginal_forest_free(m);
     }
     dp_marginal_est_free(m);
     dp_ledger_free(&m->ledger);
@@ -149,9 +147,11 @@ static void marginal_release_destroy(dp_release_half *rel)
     free(m);
 }
 
-/* Per step: 2K mechanisms (K selections, K measurements), or independent's d counters' measurements. */
+/* Per step: 2K mechanisms (K selections, K measurements), or independent's d counters' measurements (forest: its own). */
 static int new_step_ledger(marginal_release *m, char *errstr, size_t errstr_size)
 {
+    if (m->cfg.method == DP_MARGINAL_FOREST)   /* the epoch decides m_e: dp_marginal_forest_step resets it */
+        return DP_OK;
     uint64_t units = m->cfg.method == DP_MARGINAL_INDEPENDENT ? (uint64_t)m->cfg.n_attrs << UNIT_BITS
                                                               : (uint64_t)m->cfg.selections << (UNIT_BITS + 1);
     return dp_ledger_reset_exact(&m->ledger, m->cfg.model, m->cfg.budget, units, errstr, errstr_size);
@@ -160,8 +160,11 @@ static int new_step_ledger(marginal_release *m, char *errstr, size_t errstr_size
 /* The mechanism a budget event and the plan name. */
 static const char *mechanism(const dp_marginal_config *c)
 {
-    if (c->method == DP_MARGINAL_INDEPENDENT)
+    if (c->method == DP_MARGINAL_INDEPENDENT || (c->method == DP_MARGINAL_FOREST && !c->forest_edges))
         return c->model == DP_PRIVACY_PURE ? NAME "/counters/discrete_laplace" : NAME "/counters/discrete_gaussian";
+    if (c->method == DP_MARGINAL_FOREST)
+        return c->model == DP_PRIVACY_PURE ? NAME "/counters+exponential/discrete_laplace"
+                                           : NAME "/counters+exponential/discrete_gaussian";
     return c->model == DP_PRIVACY_PURE ? NAME "/exponential+discrete_laplace" : NAME "/exponential+discrete_gaussian";
 }
 
@@ -171,6 +174,8 @@ static int plan(marginal_release *m, char *errstr, size_t errstr_size)
     m->group = dp_marginal_group(c);
     if (c->method == DP_MARGINAL_INDEPENDENT)
         return dp_marginal_indep_plan(m, errstr, errstr_size);
+    if (c->method == DP_MARGINAL_FOREST)
+        return dp_marginal_forest_plan(m, errstr, errstr_size);
     double K = c->selections, g = m->group;
     dp_privacy counter_budget;
     if (c->model == DP_PRIVACY_PURE) {
@@ -602,11 +607,12 @@ static int emit_event(marginal_release *m, uint64_t step, uint64_t records, cons
     kv[n++] = (dp_kv){"noisy_total", m->last_total};
     kv[n++] = (dp_kv){c->fit == DP_MARGINAL_FIT_MW ? "fit_mw" : "fit_pgm", 1};
     kv[n++] = (dp_kv){c->method == DP_MARGINAL_SMF ? "method_select_measure_fit"
-                      : c->method == DP_MARGINAL_MWEM ? "method_mwem" : "method_independent", 1};
+                      : c->method == DP_MARGINAL_MWEM ? "method_mwem"
+                      : c->method == DP_MARGINAL_FOREST ? "method_forest" : "method_independent", 1};
     kv[n++] = (dp_kv){c->aggregate == DP_MARGINAL_AGG_MEAN ? "aggregate_mean" : "aggregate_last", 1};
     kv[n++] = (dp_kv){"selection_epsilon", m->em.epsilon};
     kv[n++] = (dp_kv){"workloads", (double)c->n_workloads};
-    for (size_t l = 0; l < c->selections && step > 0 && c->method != DP_MARGINAL_INDEPENDENT; l++) {
+    for (size_t l = 0; l < c->selections && step > 0 && c->method < DP_MARGINAL_INDEPENDENT; l++) {
         kv[n++] = (dp_kv){m->sel_names[l][0], (double)m->sel[l]};
         kv[n++] = (dp_kv){m->sel_names[l][1], m->sel_sd[l]};
     }
@@ -676,7 +682,8 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     if (rc == DP_OK)
         rc = c->method == DP_MARGINAL_SMF    ? step_smf(m, step, errstr, errstr_size)
              : c->method == DP_MARGINAL_MWEM ? step_mwem(m, step, errstr, errstr_size)
-                                             : dp_marginal_indep_step(m, step, errstr, errstr_size);
+             : c->method == DP_MARGINAL_FOREST ? dp_marginal_forest_step(m, step, errstr, errstr_size)
+                                               : dp_marginal_indep_step(m, step, errstr, errstr_size);
     if (rc != DP_OK) {
         m->exhausted = 1;   /* fail closed: a half-spent step is not continued */
         return rc;
@@ -694,6 +701,7 @@ static int marginal_release_step(dp_release_half *rel, uint64_t step, const dp_s
     step_drbg(m, &g, step, "rows", 0);
     rc = c->method == DP_MARGINAL_SMF ? m->mops->rows(m->est_g ? m->est_g : m->g, m->last_rows, &g, emit_row, m)
          : c->method == DP_MARGINAL_INDEPENDENT ? dp_marginal_indep_rows(m, m->last_rows, &g, emit_row, m)
+         : c->method == DP_MARGINAL_FOREST ? dp_marginal_forest_rows(m, m->last_rows, &g, emit_row, m)
          : m->G                       ? dp_marginal_rows_from_counts(c, m->G, m->last_rows, &g, emit_row, m)
                                       : dp_marginal_mixture_rows(m, m->last_rows, &g, emit_row, m);
     dp_drbg_wipe(&g);
@@ -725,8 +733,11 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
     dp_plan_budget(out, c->model, c->budget, c->delta);
     out->horizon = c->horizon;
     out->composition = "parallel";
-    int indep = c->method == DP_MARGINAL_INDEPENDENT;
-    out->spend_rule = indep ? "every step spends the whole budget on its own row events: each attribute's 1-way "
+    int indep = c->method >= DP_MARGINAL_INDEPENDENT;
+    out->spend_rule = c->method == DP_MARGINAL_FOREST
+                          ? "every step spends the whole budget on its own row events: its epoch's m kept marginals by "
+                            "counters, (1-s)·budget/m each; s·budget for the next epoch's edge selection (exponential)"
+                      : indep ? "every step spends the whole budget on its own row events: each attribute's 1-way "
                               "marginal by continual counters, budget/d per attribute (d attributes)"
                             : "every step spends the whole budget on its own row events: K selections (exponential "
                               "mechanism) and K measurements of budget/(2K) each";
@@ -742,13 +753,14 @@ static int marginal_release_describe(const dp_release_half *rel, dp_synth_plan *
     dp_plan_kv(out->noise, &out->n_noise, pure ? "measurement_scale" : "measurement_sigma2", m->noise_param);
     dp_plan_kv(out->noise, &out->n_noise, "group", (double)m->group);
     dp_plan_kv(out->noise, &out->n_noise, "workloads", (double)c->n_workloads);
+    dp_marginal_forest_describe(m, out);
     double sd = m->noise_sd;
     if (c->method != DP_MARGINAL_MWEM) {
         dp_counter *probe = NULL;
         dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, NAME "/probe"};
         if (rc == DP_OK && (rc = dp_counter_create(&probe, &m->ccfg, &ns, NULL, 0)) == DP_OK) {
             double vmax = 0;
-            for (uint64_t t = 1; t <= c->horizon; t++) {
+            for (uint64_t t = 1; t <= m->ccfg.horizon; t++) {
                 double v = dp_counter_variance(probe, t);
                 vmax = v > vmax ? v : vmax;
             }

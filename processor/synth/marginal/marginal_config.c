@@ -17,7 +17,8 @@
 static const char *const KEYS[] = {"synthesizer", "attributes", "workloads", "horizon", "epsilon", "rho",
                                    "selections_per_step", "counter", "method", "fit", "fit_iterations",
                                    "aggregate", "max_rows_per_user", "neighbors", "delta", "max_model_cells",
-                                   "max_release_rows", "estimate", "drift_rows_per_step", NULL};
+                                   "max_release_rows", "estimate", "drift_rows_per_step", "forest_edges",
+                                   "forest_pair_cells", "forest_select_share", NULL};
 
 void dp_marginal_config_free(dp_marginal_config *c)
 {
@@ -148,8 +149,9 @@ static int one_way_sources(dp_marginal_config *c, char *errstr, size_t errstr_si
             i++;
         if (i == c->n_workloads)
             return dp_err(errstr, errstr_size, DP_EINVAL,
-                          NAME ": method \"independent\" reads attribute \"%s\"'s 1-way marginal from a workload "
-                          "holding it, and no workload does", c->names[a]);
+                          NAME ": method \"%s\" reads attribute \"%s\"'s 1-way marginal from a workload "
+                          "holding it, and no workload does",
+                          c->method == DP_MARGINAL_FOREST ? "forest" : "independent", c->names[a]);
         c->one_way_source[a] = (uint32_t)i;
     }
     return DP_OK;
@@ -167,7 +169,8 @@ static int parse_estimate(dp_marginal_config *c, const json_t *cfg, char *errstr
     if (c->estimate == DP_MARGINAL_EST_ALL && c->method != DP_MARGINAL_SMF)
         return dp_err(errstr, errstr_size, DP_EINVAL,
                       NAME ": estimate \"all_measurements\" refits select_measure_fit's measurements; method \"%s\" "
-                      "keeps none", c->method == DP_MARGINAL_MWEM ? "mwem" : "independent");
+                      "keeps none", c->method == DP_MARGINAL_MWEM ? "mwem"
+                                    : c->method == DP_MARGINAL_FOREST ? "forest" : "independent");
     const json_t *v = json_object_get(cfg, "drift_rows_per_step");
     if (!v)
         return DP_OK;
@@ -178,6 +181,42 @@ static int parse_estimate(dp_marginal_config *c, const json_t *cfg, char *errstr
         return rc;
     if (!(c->drift_rows_per_step > 0) || c->drift_rows_per_step > 1e12)
         return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": drift_rows_per_step must be in (0, 1e12]");
+    return DP_OK;
+}
+
+/* "forest_edges", "forest_pair_cells", "forest_select_share" (marginal_forest.c): method forest only.
+ * Defaults (bench/RESULTS.md): k = 8 edges of at most 100 cells (bench/accuracy_marginal/forest_sim.py:
+ * pairs of at most 100 cells did best on Adult; all 13 tree edges did worse), s = 0.1. */
+static int parse_forest(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
+{
+    static const char *const FKEYS[] = {"forest_edges", "forest_pair_cells", "forest_select_share"};
+    int forest = c->method == DP_MARGINAL_FOREST;
+    for (size_t i = 0; i < 3; i++)
+        if (!forest && json_object_get(cfg, FKEYS[i]))
+            return dp_err(errstr, errstr_size, DP_EINVAL, NAME ": %s is a key of method \"forest\" only", FKEYS[i]);
+    if (!forest)
+        return DP_OK;
+    uint64_t u = 8;
+    const json_t *v;
+    int rc = DP_OK;
+    if ((v = json_object_get(cfg, "forest_edges")) &&
+        (rc = dp_cfg_uint(v, NAME, "forest_edges", 0, DP_MARGINAL_FOREST_MAX_EDGES, &u, errstr, errstr_size)))
+        return rc;
+    c->forest_edges = (uint32_t)u;
+    c->forest_pair_cells = 100;
+    if ((v = json_object_get(cfg, "forest_pair_cells")) &&
+        (rc = dp_cfg_uint(v, NAME, "forest_pair_cells", 1, DP_MARGINAL_MAX_WORKLOAD_CELLS, &c->forest_pair_cells,
+                          errstr, errstr_size)))
+        return rc;
+    c->forest_select_share = 0.1;
+    if ((v = json_object_get(cfg, "forest_select_share"))) {
+        if ((rc = dp_cfg_real(v, NAME, "forest_select_share", &c->forest_select_share, errstr, errstr_size)))
+            return rc;
+        if (!(c->forest_select_share > 0 && c->forest_select_share < 1))
+            return dp_err(errstr, errstr_size, DP_ERANGE, NAME ": forest_select_share must be in (0, 1)");
+    }
+    if (c->forest_edges == 0)
+        c->forest_select_share = 0;
     return DP_OK;
 }
 
@@ -240,7 +279,7 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
         c->counter_block = k.block;
         c->counter_buffers = k.buffers;
     }
-    static const char *const METHODS[] = {"select_measure_fit", "mwem", "independent", NULL};
+    static const char *const METHODS[] = {"select_measure_fit", "mwem", "independent", "forest", NULL};
     static const char *const FITS[] = {"mw", "pgm", "auto", NULL};
     static const char *const NEIGHBORS[] = {"add_remove", "replace", NULL};
     static const char *const AGGREGATES[] = {"mean", "last", NULL};
@@ -251,7 +290,10 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
         (rc = dp_cfg_choice(json_object_get(cfg, "aggregate"), NAME, "aggregate", AGGREGATES, &agg, errstr, errstr_size)))
         goto fail;
     c->method = (dp_marginal_method)method;
-    if (c->method == DP_MARGINAL_INDEPENDENT && (rc = one_way_sources(c, errstr, errstr_size)) != DP_OK)
+    if ((c->method == DP_MARGINAL_INDEPENDENT || c->method == DP_MARGINAL_FOREST) &&
+        (rc = one_way_sources(c, errstr, errstr_size)) != DP_OK)
+        goto fail;
+    if ((rc = parse_forest(c, cfg, errstr, errstr_size)) != DP_OK)
         goto fail;
     if ((rc = parse_estimate(c, cfg, errstr, errstr_size)) != DP_OK)
         goto fail;

@@ -10,7 +10,14 @@
  *   counter             a counter kind name or {"kind", "block", "buffers"} (default "simple")
  *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2) |
  *                       "independent" (each attribute's 1-way marginal by continual counters,
- *                       released as their product; marginal_independent.c)
+ *                       released as their product; marginal_independent.c) |
+ *                       "forest" (a forest of small 2-way marginals, chosen privately on a public
+ *                       schedule of epochs, plus the 1-way marginals no edge covers, each cell a
+ *                       continual counter; marginal_forest*.c)
+ *   forest_edges        method forest: edges picked per epoch, k (default 8; 0 = independent's model)
+ *   forest_pair_cells   method forest: the largest 2-way workload (in cells) that may be an edge (default 100)
+ *   forest_select_share method forest: the share s of each step's budget booked for the edge selection
+ *                       (default 0.1, in (0, 1); unused when forest_edges = 0)
  *   fit                 "mw" | "pgm" | "auto" (default: mw when the domain has <= 2^22 cells)
  *   fit_iterations      passes of the fit per selection (default 10)
  *   aggregate           g_t from the step's fits h_{t,1..K}: "mean" (Alg. 3 line 19; the mw
@@ -46,7 +53,13 @@
 #define DP_MARGINAL_MAX_WORKLOAD_CELLS ((uint64_t)1 << 24)
 #define DP_MARGINAL_DEFAULT_SELECTIONS 4u   /* K when the config omits it (see marginal_config.c) */
 
-typedef enum dp_marginal_method { DP_MARGINAL_SMF = 0, DP_MARGINAL_MWEM = 1, DP_MARGINAL_INDEPENDENT = 2 } dp_marginal_method;
+typedef enum dp_marginal_method {
+    DP_MARGINAL_SMF = 0,
+    DP_MARGINAL_MWEM = 1,
+    DP_MARGINAL_INDEPENDENT = 2,
+    DP_MARGINAL_FOREST = 3
+} dp_marginal_method;
+#define DP_MARGINAL_FOREST_MAX_EDGES 63u   /* a forest on at most 64 attributes has at most 63 edges */
 typedef enum dp_marginal_fit { DP_MARGINAL_FIT_MW = 0, DP_MARGINAL_FIT_PGM = 1 } dp_marginal_fit;
 typedef enum dp_marginal_estimate { DP_MARGINAL_EST_SELECTED = 0, DP_MARGINAL_EST_ALL = 1 } dp_marginal_estimate;
 typedef enum dp_marginal_aggregate { DP_MARGINAL_AGG_MEAN = 0, DP_MARGINAL_AGG_LAST = 1 } dp_marginal_aggregate;
@@ -89,7 +102,10 @@ typedef struct dp_marginal_config {
     uint64_t              max_release_rows;
     dp_marginal_estimate  estimate;
     double                drift_rows_per_step;   /* 0: N̂_t / t */
-    /* method independent: per attribute, the first workload holding it (its 1-way source) */
+    uint32_t              forest_edges;          /* method forest: k */
+    uint64_t              forest_pair_cells;
+    double                forest_select_share;   /* s (0 when forest_edges = 0) */
+    /* methods independent and forest: per attribute, the first workload holding it (its 1-way source) */
     uint32_t              one_way_source[DP_MARGINAL_MAX_ATTRS];
 } dp_marginal_config;
 

@@ -24,6 +24,8 @@
  * the ledger is per step and every step spends the budget (d measurements
  * of budget/d).
  *
+ * Counters: marginal_counters.c (shared with method forest).
+ *
  * Release (post-processing of the d charged counter outputs C_a(t)):
  *   N̂   = Σ_a (Σ_c C_a(t)_c)/k_a  /  Σ_a 1/k_a      (k_a = a's categories: the
  *         inverse-variance mean of the d noisy totals; each total's variance
@@ -69,16 +71,14 @@ int dp_marginal_indep_plan(marginal_release *m, char *errstr, size_t errstr_size
     m->one_d = calloc(cells, sizeof *m->one_d);
     if (!m->one_cnt || !m->one_last || !m->one_p || !m->one_d)
         return dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory");
-    char why[256] = "";
-    for (uint32_t a = 0; a < c->n_attrs; a++)
-        for (uint64_t k = 0; k < c->sizes[a]; k++) {
-            char label[48];
-            snprintf(label, sizeof label, NAME "/a%u/c%llu", a, (unsigned long long)k);
-            dp_noise_source ns = {m->key, m->stream_id, m->stream_id_len, label};
-            int rc = dp_counter_create(&m->one_cnt[m->one_off[a] + k], &m->ccfg, &ns, why, sizeof why);
-            if (rc != DP_OK)
-                return dp_err(errstr, errstr_size, rc, NAME ": counter: %s", why);
-        }
+    for (uint32_t a = 0; a < c->n_attrs; a++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, NAME "/a%u", a);
+        int rc = dp_marginal_cells_create(m, &m->ccfg, m->one_cnt + m->one_off[a], c->sizes[a], prefix, errstr,
+                                          errstr_size);
+        if (rc != DP_OK)
+            return rc;
+    }
     m->first_sd = m->noise_sd = sqrt(dp_counter_variance(m->one_cnt[0], 1));
     int rc = dp_ledger_reset_exact(&m->ledger, c->model, c->budget, (uint64_t)c->n_attrs << UNIT_BITS, errstr,
                                    errstr_size);
@@ -99,20 +99,6 @@ void dp_marginal_indep_free(marginal_release *m)
     free(m->one_d);
 }
 
-/* Attribute a's 1-way marginal of ∇f_t (out: sizes[a] cells), summed out of
- * the first workload holding a (marginal_config.c): exact integers. */
-static void one_way_delta(const marginal_release *m, uint32_t a, int64_t *out)
-{
-    const dp_marginal_config *c = &m->cfg;
-    const dp_marginal_workload *w = &c->workloads[c->one_way_source[a]];
-    uint64_t stride = 1;
-    for (uint32_t j = w->k; j-- > 0 && w->attrs[j] != a;)
-        stride *= c->sizes[w->attrs[j]];
-    memset(out, 0, c->sizes[a] * sizeof *out);
-    for (uint64_t cell = 0; cell < w->cells; cell++)
-        out[(cell / stride) % c->sizes[a]] += m->d[w->offset + cell];
-}
-
 int dp_marginal_indep_step(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size)
 {
     const dp_marginal_config *c = &m->cfg;
@@ -124,15 +110,10 @@ int dp_marginal_indep_step(marginal_release *m, uint64_t step, char *errstr, siz
         if ((rc = dp_ledger_spend_units(&m->ledger, step, mech, (uint64_t)1 << UNIT_BITS, errstr, errstr_size)))
             break;
         int64_t *dv = m->one_d + m->one_off[a];
-        one_way_delta(m, a, dv);
+        dp_marginal_one_way_delta(m, a, dv);
         double t = 0;
-        for (uint64_t k = 0; k < c->sizes[a] && rc == DP_OK; k++) {
-            uint64_t at = m->one_off[a] + k;
-            if ((rc = dp_counter_add(m->one_cnt[at], dv[k], &m->one_last[at])) != DP_OK)
-                rc = dp_err(errstr, errstr_size, rc, NAME ": counter of attribute %u cell %llu: %s", a,
-                            (unsigned long long)k, dp_status_str(rc));
-            t += (double)m->one_last[at];
-        }
+        rc = dp_marginal_cells_add(m->one_cnt + m->one_off[a], m->one_last + m->one_off[a], dv, c->sizes[a], &t,
+                                   errstr, errstr_size);
         num += t / c->sizes[a];
         den += 1.0 / c->sizes[a];
     }

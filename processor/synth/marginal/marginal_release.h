@@ -1,6 +1,8 @@
-/* marginal_release.h — the release half of `marginal`, private to its two
- * files: marginal.c (plan, select–measure–fit, the release) and
- * marginal_snapshot.c (its exact save and restore). */
+/* marginal_release.h — the release half of `marginal`, private to its
+ * files: marginal.c (plan, select–measure–fit, the release),
+ * marginal_snapshot.c (its exact save and restore) and the methods' files
+ * (marginal_independent.c, marginal_forest*.c, marginal_counters.c…).
+ * Owns the release state's layout; calls nothing (docs/privacy.md §5). */
 #ifndef DP_MARGINAL_RELEASE_H
 #define DP_MARGINAL_RELEASE_H
 
@@ -84,7 +86,22 @@ typedef struct marginal_release {
     double              *est_damp;    /* scratch: the weights π/max π */
     dp_mmeasure         *est_ms;      /* scratch: the refit's measurements */
     dp_mmodel           *est_g;       /* the released model: g_t refitted (g_t itself stays Alg. 3's) */
+    struct dp_forest    *forest;      /* method forest (marginal_forest.h) */
 } marginal_release;
+
+/* Per-cell counters shared by every counter-keeping method (marginal_counters.c): `cells` counters of
+ * configuration cc labelled "<prefix>/c<cell>"; one step's change dv into them (their prefix sums into
+ * last, their sum into *total if not NULL); attribute a's 1-way marginal of ∇f_t off its source workload. */
+int  dp_marginal_cells_create(const marginal_release *m, const dp_counter_config *cc, dp_counter **cnt,
+                              uint64_t cells, const char *prefix, char *errstr, size_t errstr_size);
+int  dp_marginal_cells_add(dp_counter **cnt, int64_t *last, const int64_t *dv, uint64_t cells, double *total,
+                           char *errstr, size_t errstr_size);
+void dp_marginal_one_way_delta(const marginal_release *m, uint32_t a, int64_t *out);
+/* One counter in a snapshot (marginal_snapshot.c): its last prefix sum, then its snapshot; the inverse
+ * replaces *slot (made with the configuration to expect) and requires `steps` steps. */
+int  dp_marginal_put_counter(dp_buf *b, int64_t last, const dp_counter *cn);
+int  dp_marginal_get_counter(const marginal_release *m, dp_reader *r, dp_counter **slot, int64_t *last,
+                             uint64_t steps);
 
 /* Workload i's per-cell counters, created the first time it is selected. */
 int dp_marginal_ensure_counters(marginal_release *m, size_t i, char *errstr, size_t errstr_size);
@@ -105,6 +122,17 @@ int  dp_marginal_indep_plan(marginal_release *m, char *errstr, size_t errstr_siz
 int  dp_marginal_indep_step(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size);
 int  dp_marginal_indep_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
 void dp_marginal_indep_free(marginal_release *m);
+
+/* Method forest (marginal_forest*.c): plan, one step (epoch start: selection, bases, fresh counters;
+ * then the ledger, the counters, the fit; N̂ into last_total), the rows, free, snapshot. */
+int  dp_marginal_forest_plan(marginal_release *m, char *errstr, size_t errstr_size);
+int  dp_marginal_forest_step(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size);
+int  dp_marginal_forest_rows(const marginal_release *m, uint64_t n, dp_drbg *g, dp_mrow_fn emit, void *ctx);
+void dp_marginal_forest_free(marginal_release *m);
+int  dp_marginal_forest_save(const marginal_release *m, dp_buf *b);
+/* The plan's forest entries (no-op for other methods): k, C, s, the first selection's ε per pick. */
+void dp_marginal_forest_describe(const marginal_release *m, dp_synth_plan *out);
+int  dp_marginal_forest_load(marginal_release *m, dp_reader *r);
 
 /* Estimate all_measurements (marginal_estimate.c); every entry is a no-op under estimate "selected". */
 int    dp_marginal_est_alloc(marginal_release *m);

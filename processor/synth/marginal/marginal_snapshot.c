@@ -2,7 +2,8 @@
  * (marginal_release.h): the plan's fingerprint (refused if the
  * configuration differs), the step, the per-step ledger, the model, and
  * per workload its selection count, its anchor, r(t, W) and its counters'
- * snapshots; method independent's 1-way counters after them; estimate
+ * snapshots; method independent's 1-way counters after them, method
+ * forest's epoch state (marginal_forest_rows.c) after those; estimate
  * all_measurements' kept measurements last (marginal_estimate.c). */
 #include "synth/marginal/marginal_release.h"
 #include "core/ledger_io.h"
@@ -11,40 +12,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-
-/* One counter: its last noisy prefix sum, then its snapshot as a blob. */
-static int put_counter(dp_buf *b, int64_t last, const dp_counter *cn)
-{
-    dp_buf_put_i64(b, last);
-    dp_buf cb;
-    dp_buf_init(&cb);
-    int rc = dp_counter_snapshot(cn, &cb);
-    if (rc == DP_OK)
-        dp_buf_put_blob(b, cb.data, cb.len);
-    dp_buf_free(&cb);
-    return rc;
-}
-
-/* put_counter's inverse into *slot (created with the configuration to expect), which must have `steps` steps. */
-static int get_counter(const marginal_release *m, dp_reader *r, dp_counter **slot, int64_t *last, uint64_t steps)
-{
-    char why[128];
-    *last = dp_reader_i64(r);
-    size_t len;
-    const uint8_t *p = dp_reader_blob(r, &len);
-    if (!p)
-        return DP_ECORRUPT;
-    dp_counter *cn = NULL;
-    if (dp_counter_restore_expect(&cn, p, len, m->key, dp_counter_config_of(*slot), why, sizeof why) != DP_OK)
-        return DP_ECORRUPT;
-    if (dp_counter_steps(cn) != steps) {
-        dp_counter_destroy(cn);
-        return DP_ECORRUPT;
-    }
-    dp_counter_destroy(*slot);
-    *slot = cn;
-    return DP_OK;
-}
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
 {
@@ -99,16 +66,18 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
         if (!w->cnt)
             continue;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
-            if ((rc = put_counter(b, w->c_last[k], w->cnt[k])) != DP_OK)
+            if ((rc = dp_marginal_put_counter(b, w->c_last[k], w->cnt[k])) != DP_OK)
                 return rc;
     }
     if (c->method == DP_MARGINAL_INDEPENDENT) {   /* the 1-way counters, then their projections */
         for (uint64_t k = 0; k < m->one_off[c->n_attrs]; k++)
-            if ((rc = put_counter(b, m->one_last[k], m->one_cnt[k])) != DP_OK)
+            if ((rc = dp_marginal_put_counter(b, m->one_last[k], m->one_cnt[k])) != DP_OK)
                 return rc;
         for (uint64_t k = 0; k < m->one_off[c->n_attrs]; k++)
             dp_buf_put_f64(b, m->one_p[k]);
     }
+    if (c->method == DP_MARGINAL_FOREST && (rc = dp_marginal_forest_save(m, b)) != DP_OK)
+        return rc;
     dp_marginal_est_save(m, b);
     return dp_buf_status(b);
 }
@@ -164,17 +133,19 @@ int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
         if ((rc = dp_marginal_ensure_counters(m, i, why, sizeof why)) != DP_OK)
             return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
         for (uint64_t k = 0; k < c->workloads[i].cells; k++)
-            if ((rc = get_counter(m, r, &w->cnt[k], &w->c_last[k], w->selected)) != DP_OK)
+            if ((rc = dp_marginal_get_counter(m, r, &w->cnt[k], &w->c_last[k], w->selected)) != DP_OK)
                 return rc;
     }
     if (c->method == DP_MARGINAL_INDEPENDENT) {
         for (uint64_t k = 0; k < m->one_off[c->n_attrs]; k++)
-            if ((rc = get_counter(m, r, &m->one_cnt[k], &m->one_last[k], m->done)) != DP_OK)
+            if ((rc = dp_marginal_get_counter(m, r, &m->one_cnt[k], &m->one_last[k], m->done)) != DP_OK)
                 return rc;
         for (uint64_t k = 0; k < m->one_off[c->n_attrs]; k++)
             if (!isfinite(m->one_p[k] = dp_reader_f64(r)) || m->one_p[k] < 0)
                 return DP_ECORRUPT;
     }
+    if (c->method == DP_MARGINAL_FOREST && (rc = dp_marginal_forest_load(m, r)) != DP_OK)
+        return rc == DP_ENOMEM ? rc : DP_ECORRUPT;
     if ((rc = dp_marginal_est_load(m, r)) != DP_OK)
         return DP_ECORRUPT;
     return dp_reader_status(r);
