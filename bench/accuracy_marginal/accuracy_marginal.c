@@ -10,6 +10,7 @@
  *                           [--fit-iterations N] [--last 10] [--max-steps N] [--trace FILE]
  *                           [--first-key 0]
  *                           [--counter simple|block|tree|hybrid|…]
+ *                           [--table FILE (under DIR; default adult.csv)]
  *                           [--max-model-cells N (fit pgm's cap; default the config's 2^20)]
  *                           [--estimate selected|all_measurements (select_measure_fit's; default selected)]
  *                           [--drift-rows-per-step B (all_measurements' public drift bound; default N̂_t/t)]
@@ -17,7 +18,10 @@
  *                           default the config's 8 / 100 / 0.1)
  *                           [--model pure|zcdp (zcdp: the budget is ρ = ε²/2 for each --epsilons ε)]
  *
- * DIR is make_updates.py's output (adult.csv + attributes.json).  The
+ * DIR is make_updates.py's output (adult.csv + attributes.json), or with
+ * --table FILE another table in that format under DIR: the held-out check
+ * is connectors/recipes/nlsy/make_marginal_table.py's table.csv (never used
+ * to choose a setting).  The
  * synthesizer runs in-process behind synth.h (the code `dpstream` runs);
  * the sink accumulates the released table's 2-way marginals directly, so
  * nothing is written per record.  Metrics (seed 001 §7.3), at step t with
@@ -123,6 +127,7 @@ static metrics compare(const pairs *q, const double *truth, const double *syn, d
 }
 
 static FILE *TRACE;   /* --trace */
+static const char *TABLE = "adult.csv";  /* --table: the rows file under DIR */
 static const char *COUNTER = "simple";   /* --counter: every workload cell's counter kind (the paper's default) */
 static long long MAX_MODEL_CELLS = 0;    /* --max-model-cells: the pgm model's size cap (0: the config default) */
 static const char *ESTIMATE = NULL;       /* --estimate: select_measure_fit's estimate (NULL: the config default) */
@@ -176,7 +181,7 @@ static int load_data(const char *dir, row_set **sets, size_t *n_sets)
     P = (uint32_t)json_array_size(ATTRS);
     for (uint32_t i = 0; i < P; i++)
         SIZES[i] = (uint32_t)json_array_size(json_object_get(json_array_get(ATTRS, i), "categories"));
-    snprintf(path, sizeof path, "%s/adult.csv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, TABLE);
     FILE *f = fopen(path, "r");
     if (!f) {
         perror(path);
@@ -403,6 +408,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--last")) last = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fit")) fit = argv[i + 1];
         else if (!strcmp(argv[i], "--counter")) COUNTER = argv[i + 1];
+        else if (!strcmp(argv[i], "--table")) TABLE = argv[i + 1];
         else if (!strcmp(argv[i], "--max-model-cells")) MAX_MODEL_CELLS = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--aggregate")) aggregate = argv[i + 1];
         else if (!strcmp(argv[i], "--estimate")) ESTIMATE = argv[i + 1];
