@@ -1,5 +1,7 @@
 /* plan.c — the helpers that build a stream's plan (synth.h,
- * dp_synth_plan) for the synthesizers' describe ops.  Its own file: the
+ * dp_synth_plan) for the synthesizers' describe ops, and the public
+ * exhaustion rule both halves stop by (dp_synth_plan_exhausted,
+ * docs/kafka.md §10).  Its own file: the
  * synthesizers call it and synth.c's registry refers to the synthesizers,
  * so in synth.c it would close a call cycle (as budget_event.c). */
 #include "synth/common/synth.h"
@@ -46,4 +48,9 @@ void dp_plan_kv(dp_kv *arr, size_t *n, const char *key, double value)
 {
     if (*n < DP_PLAN_MAX_KV)
         arr[(*n)++] = (dp_kv){key, value};
+}
+
+int dp_synth_plan_exhausted(uint64_t last_step, uint64_t closed)
+{
+    return last_step != 0 && closed >= last_step;
 }

@@ -248,13 +248,10 @@ int dp_gate_offer_run(dp_step_gate *g, const dp_update *u, size_t n, dp_reject_r
     return DP_OK;
 }
 
-int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_fn applied, void *ctx,
-                  int *close_due, char *errstr, size_t errstr_size)
+/* After a close: apply what was held for the step that opened. */
+static int opened(dp_step_gate *g, dp_gate_applied_fn applied, void *ctx, int *close_due)
 {
-    *close_due = 0;
-    int rc = dp_synth_close_step(g->synth, sink, errstr, errstr_size);
-    if (rc != DP_OK)
-        return rc;
+    int rc = DP_OK;
     memset(g->digest_sum, 0, sizeof g->digest_sum);
     /* Apply what was held for the step that just opened, in arrival
      * order; keep the rest (none while lookahead <= 1). */
@@ -282,6 +279,22 @@ int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_
     if (rc == DP_OK)
         *close_due = close_due_now(g);
     return rc;
+}
+
+int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_fn applied, void *ctx,
+                  int *close_due, char *errstr, size_t errstr_size)
+{
+    *close_due = 0;
+    int rc = dp_synth_close_step(g->synth, sink, errstr, errstr_size);
+    return rc != DP_OK ? rc : opened(g, applied, ctx, close_due);
+}
+
+int dp_gate_close_ingest(dp_step_gate *g, dp_stats *out, dp_gate_applied_fn applied, void *ctx, int *close_due,
+                         char *errstr, size_t errstr_size)
+{
+    *close_due = 0;
+    int rc = dp_synth_close_ingest(g->synth, out, errstr, errstr_size);
+    return rc != DP_OK ? rc : opened(g, applied, ctx, close_due);
 }
 
 uint64_t dp_gate_first_held_origin(const dp_step_gate *g)

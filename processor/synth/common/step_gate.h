@@ -117,6 +117,13 @@ int dp_gate_offer_run(dp_step_gate *g, const dp_update *u, size_t n, dp_reject_r
 int dp_gate_close(dp_step_gate *g, const dp_release_sink *sink, dp_gate_applied_fn applied, void *ctx,
                   int *close_due, char *errstr, size_t errstr_size);
 
+/* dp_gate_close for one shard of a sharded stream (docs/kafka.md §10):
+ * the same, except that the step closes through dp_synth_close_ingest —
+ * its exact statistics into *out, nothing released.  Statuses as
+ * dp_synth_close_ingest, or applied()'s own. */
+int dp_gate_close_ingest(dp_step_gate *g, dp_stats *out, dp_gate_applied_fn applied, void *ctx, int *close_due,
+                         char *errstr, size_t errstr_size);
+
 /* Keep a digest of the updates used in each step: the sum, lane-wise
  * mod 2^64, of a keyed BLAKE2b of each used update's canonical fields —
  * a multiset hash, so the order of a step's updates (which does not

@@ -6,7 +6,14 @@
  * (noise, synthetic update, budget event).  The bundle adds no state of
  * its own beyond the open step and a reusable statistics buffer, so a
  * sharded deployment (many ingest halves, one release half) releases
- * exactly what the bundle releases (tests/unit/test_synth_shards.c). */
+ * exactly what the bundle releases (tests/unit/test_synth_shards.c).
+ * The close is its two halves composed: dp_synth_close_ingest's close,
+ * then dp_synth_release_stats's release — callable one at a time for a
+ * sharded stream (docs/kafka.md §10; tests/unit/test_shard_seam.c).
+ *
+ * Owns: the bundle (both halves, open step, statistics buffer, config
+ * text).  Calls: the synthesizers' ops, stats, plan (the exhaustion rule),
+ * accountant (key fingerprint), numfmt. */
 #include "synth/common/synth.h"
 
 #include "core/dp_error.h"
@@ -137,11 +144,12 @@ struct dp_synth {
     const dp_synth_ops *ops;
     dp_ingest_half    *in;
     dp_release_half   *rel;
-    uint64_t            open_step;
+    uint64_t            open_step;    /* the ingest half's: the step it closes next */
+    uint64_t            last_step;    /* ops->release_last_step: public; 0 if data decide */
     dp_stats            stats;
-    /* ops->release_exhausted(rel), cached for the per-update path: the
-     * release half is private to the bundle and changes only in
-     * release_step / release_load, after which the cache is refreshed. */
+    /* dp_synth_exhausted, cached for the per-update path: the halves are
+     * private to the bundle and change only in a close or a restore,
+     * after which the cache is refreshed. */
     int                 exhausted;
     char                key_fp[DP_KEY_FINGERPRINT_HEX];   /* of env->key (read-only: of the state's key) */
     int                 read_only;                        /* dp_synth_open_read_only: never releases */
@@ -181,7 +189,8 @@ int dp_synth_create(dp_synth **out, const char *name, const json_t *config,
         dp_synth_destroy(s);
         return rc;
     }
-    s->exhausted = ops->release_exhausted(s->rel);
+    s->last_step = ops->release_last_step ? ops->release_last_step(s->rel) : 0;
+    s->exhausted = dp_synth_exhausted(s);
     *out = s;
     return DP_OK;
 }
@@ -230,7 +239,10 @@ int dp_synth_ingest_batch(dp_synth *s, const dp_update *u, size_t n, dp_reject_r
 
 uint64_t dp_synth_open_step(const dp_synth *s) { return s->open_step; }
 
-int dp_synth_exhausted(const dp_synth *s) { return s->ops->release_exhausted(s->rel); }
+int dp_synth_exhausted(const dp_synth *s)
+{
+    return s->ops->release_exhausted(s->rel) || dp_synth_plan_exhausted(s->last_step, s->open_step - 1);
+}
 
 int dp_synth_roster_complete(const dp_synth *s)
 {
@@ -259,32 +271,106 @@ static int sink_budget_fp(void *ctx, const dp_budget_event *e)
     return s->sink->budget ? s->sink->budget(s->sink->ctx, &with) : 0;
 }
 
-int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, size_t errstr_size)
+/* Why s may not close or release step `step` now (DP_OK if it may). */
+static int close_refusal(const dp_synth *s, uint64_t step, char *errstr, size_t errstr_size)
 {
     if (s->read_only)
         return dp_err(errstr, errstr_size, DP_ESTATE, "%s stream '%s': opened read-only, for inspection; it "
                       "cannot release", s->ops->name, s->stream_id);
-    if (s->ops->release_exhausted(s->rel))
+    if (dp_synth_exhausted(s))
         return dp_err(errstr, errstr_size, DP_EHORIZON,
                       "%s: stream exhausted (horizon or budget used up); step %llu not released",
-                      s->ops->name, (unsigned long long)s->open_step);
-    dp_stats_clear(&s->stats, s->open_step);
-    int rc = s->ops->ingest_close(s->in, s->open_step, &s->stats);
+                      s->ops->name, (unsigned long long)step);
+    return DP_OK;
+}
+
+/* The ingest half's close: the open step's exact statistics into *out.
+ * The open step is the caller's to advance. */
+static int ingest_close(dp_synth *s, dp_stats *out, char *errstr, size_t errstr_size)
+{
+    dp_stats_clear(out, s->open_step);
+    int rc = s->ops->ingest_close(s->in, s->open_step, out);
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, "%s: computing step %llu statistics: %s", s->ops->name,
                       (unsigned long long)s->open_step, dp_status_str(rc));
+    return DP_OK;
+}
+
+/* The release half's step `step` from its statistics st. */
+static int release(dp_synth *s, uint64_t step, const dp_stats *st, const dp_release_sink *sink, char *errstr,
+                   size_t errstr_size)
+{
     /* Every budget event names the key's fingerprint: the release halves
      * do not know the key, the bundle does. */
     dp_release_sink wrapped = {.ctx = s, .record = sink_record_fwd, .manifest = sink_manifest_fwd,
                                .budget = sink_budget_fp};
     s->sink = sink;
-    rc = s->ops->release_step(s->rel, s->open_step, &s->stats, &wrapped, errstr, errstr_size);
+    int rc = s->ops->release_step(s->rel, step, st, &wrapped, errstr, errstr_size);
     s->sink = NULL;
-    s->exhausted = s->ops->release_exhausted(s->rel);   /* also after a failed release */
+    s->exhausted = dp_synth_exhausted(s);   /* also after a failed release */
+    return rc;
+}
+
+int dp_synth_close_step(dp_synth *s, const dp_release_sink *sink, char *errstr, size_t errstr_size)
+{
+    int rc = close_refusal(s, s->open_step, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = ingest_close(s, &s->stats, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = release(s, s->open_step, &s->stats, sink, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
     s->open_step++;
+    s->exhausted = dp_synth_exhausted(s);
     return DP_OK;
+}
+
+static int split_refusal(const dp_synth *s, uint64_t step, char *errstr, size_t errstr_size)
+{
+    if (!s->ops->shards_by_entity)
+        return dp_err(errstr, errstr_size, DP_EINVAL, "%s stream '%s': its ingest half does not shard by "
+                      "entity, so its close is not split (docs/kafka.md §10)", s->ops->name, s->stream_id);
+    return close_refusal(s, step, errstr, errstr_size);
+}
+
+int dp_synth_close_ingest(dp_synth *s, dp_stats *out, char *errstr, size_t errstr_size)
+{
+    int rc = split_refusal(s, s->open_step, errstr, errstr_size);
+    if (rc == DP_OK)
+        rc = ingest_close(s, out, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    s->open_step++;
+    s->exhausted = dp_synth_exhausted(s);
+    return DP_OK;
+}
+
+uint64_t dp_synth_release_next_step(const dp_synth *s)
+{
+    return s->ops->release_next_step ? s->ops->release_next_step(s->rel) : s->open_step;
+}
+
+int dp_synth_release_stats(dp_synth *s, const dp_stats *merged, const dp_release_sink *sink, char *errstr,
+                           size_t errstr_size)
+{
+    int rc = split_refusal(s, merged->step, errstr, errstr_size);
+    if (rc != DP_OK)
+        return rc;
+    uint64_t next = dp_synth_release_next_step(s);
+    if (merged->step != next)
+        return dp_err(errstr, errstr_size, DP_ESTATE, "%s stream '%s': statistics of step %llu, but step %llu is "
+                      "the next to release (%s); nothing released", s->ops->name, s->stream_id,
+                      (unsigned long long)merged->step, (unsigned long long)next,
+                      merged->step < next ? "that step is already released" : "a step would be skipped");
+    return release(s, merged->step, merged, sink, errstr, errstr_size);
+}
+
+int dp_synth_release_state(const dp_synth *s, dp_buf *out)
+{
+    if (s->read_only)
+        return DP_ESTATE;
+    int rc = s->ops->release_save(s->rel, out);
+    return rc != DP_OK ? rc : dp_buf_status(out);
 }
 
 int dp_synth_describe(const dp_synth *s, dp_synth_plan *out, char *errstr, size_t errstr_size)
@@ -532,7 +618,7 @@ static int restore(dp_synth **out, const char *name, const json_t *config, const
         dp_synth_destroy(s);
         return rc;
     }
-    s->exhausted = s->ops->release_exhausted(s->rel);
+    s->exhausted = dp_synth_exhausted(s);
     if (rc != DP_OK) {
         if (rc == DP_ENOMEM)
             rc = dp_err(errstr, errstr_size, DP_ENOMEM, "%s stream '%s': out of memory restoring it", name,

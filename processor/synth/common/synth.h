@@ -224,7 +224,10 @@ int  dp_synth_ingest_batch(dp_synth *s, const dp_update *u, size_t n, dp_reject_
 
 /* The step currently open (1 before anything closed). */
 uint64_t dp_synth_open_step(const dp_synth *s);
-/* 1 once the stream is stopped (budget or horizon used up). */
+/* 1 once the stream is stopped (budget or horizon used up): its release
+ * half says so, or the public rule (dp_synth_plan_exhausted) over the
+ * steps the ingest half closed — the same verdict on a combined bundle,
+ * and the only one an ingest-only bundle can reach. */
 int  dp_synth_exhausted(const dp_synth *s);
 /* 1 when every rostered entity has reported in the open step (a close
  * trigger, docs/design.md §2); 0 if the synthesizer has no roster. */
@@ -235,6 +238,51 @@ int  dp_synth_roster_complete(const dp_synth *s);
  * event says so.  Closing an exhausted stream returns DP_EHORIZON. */
 int  dp_synth_close_step(dp_synth *s, const dp_release_sink *sink,
                          char *errstr, size_t errstr_size);
+
+/* --- the two halves one at a time: a sharded stream (docs/kafka.md §10) ---
+ *
+ * dp_synth_close_step is exactly dp_synth_close_ingest's close followed by
+ * dp_synth_release_stats of its statistics (one code path).  A sharded
+ * stream splits them: each shard's bundle closes only its ingest half and
+ * hands its statistics on (stream/stats_record.h); one bundle releases the
+ * merged statistics of every shard (dp_stats_merger).  Only for
+ * synthesizers whose ingest half shards by entity (shards_by_entity);
+ * others are refused (DP_EINVAL). */
+
+/* Close the ingest half's open step alone: its exact statistics into
+ * *out (cleared and finished: what dp_stats_save encodes and a statistics
+ * record carries), and the open step advances; the release half, the
+ * ledger and the sink are not touched.  Refused (nothing changes): a
+ * read-only state (DP_ESTATE), an exhausted stream (DP_EHORIZON; on an
+ * ingest-only bundle by the public rule, dp_synth_exhausted). */
+int  dp_synth_close_ingest(dp_synth *s, dp_stats *out, char *errstr, size_t errstr_size);
+
+/* Release step merged->step from the merged statistics of every shard:
+ * the records, manifest and budget event through sink, and the ledger's
+ * spend, exactly as dp_synth_close_step releases the same statistics.
+ * Refused before anything is released or spent: statistics of a step
+ * already released or of a later step than the next one (a step
+ * skipped) — DP_ESTATE naming both steps —, an exhausted stream
+ * (DP_EHORIZON), a read-only state (DP_ESTATE). */
+int  dp_synth_release_stats(dp_synth *s, const dp_stats *merged, const dp_release_sink *sink, char *errstr,
+                            size_t errstr_size);
+
+/* The step the release half releases next (1 before anything released). */
+uint64_t dp_synth_release_next_step(const dp_synth *s);
+
+/* The release half's state alone (ops->release_save: its part of a
+ * dp_synth_snapshot, which ends with it): what a release instance of a
+ * sharded stream keeps.  DP_ESTATE for a read-only state. */
+int  dp_synth_release_state(const dp_synth *s, dp_buf *out);
+
+/* The public exhaustion rule (docs/kafka.md §10), one function for both
+ * halves: a stream whose plan ends at step `last_step` (its last release:
+ * ops->release_last_step; 0: no such public step) is exhausted once steps
+ * 1..closed are closed.  The release half of window and cumulative stops
+ * by it (and by a ledger refusal, which fails closed), an ingest-only
+ * bundle by it alone: so an ingest instance turns updates away as
+ * EXHAUSTED exactly when the combined close would. */
+int  dp_synth_plan_exhausted(uint64_t last_step, uint64_t closed);
 
 /* Exact state (both halves, ledger, step; never the key), headed by the
  * synthesizer's name, the noise key's fingerprint and the configuration it
@@ -388,6 +436,12 @@ typedef struct dp_synth_ops {
     /* Optional. The plan (dp_synth_plan) of a release half: its
      * configuration's, whatever state it holds.  NULL: not described. */
     int  (*release_describe)(const dp_release_half *rel, dp_synth_plan *out);
+    /* Optional. The last step the configuration's plan releases — its
+     * horizon, or the step whose spend meets the budget if that comes
+     * first — a public function of the configuration (docs/kafka.md §10):
+     * after it the stream is exhausted (dp_synth_plan_exhausted).  NULL:
+     * data decide when the stream stops (it cannot shard). */
+    uint64_t (*release_last_step)(const dp_release_half *rel);
 } dp_synth_ops;
 
 /* NULL if unknown. */

@@ -168,6 +168,7 @@ typedef struct cumul_release {
     char           mechanism[DP_LEDGER_MECH_MAX];
     /* state */
     uint64_t       done;
+    uint64_t       last;         /* cumul_last_step: public */
     int            exhausted;
     dp_ledger      ledger;
     int            have_n;
@@ -204,6 +205,8 @@ static void cumul_release_destroy(dp_release_half *rel)
     free(w->bit);
     free(w);
 }
+
+static uint64_t cumul_last_step(const dp_release_half *rel);
 
 static dp_counter_config counter_config(const cumul_release *w, uint64_t horizon, double rho)
 {
@@ -355,14 +358,31 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
      * and monotonization does not increase the maximum error (Lemma 4.2). */
     w->bound = sqrt(2.0 * vmax * log((double)T * (double)(T + 1) / c->beta));
     w->sigma2_max = vmax;
+    w->last = cumul_last_step((dp_release_half *)w);
     *out = (dp_release_half *)w;
     return DP_OK;
 }
 
+/* The plan's last release (docs/kafka.md §10): the first step whose
+ * counter's charge brings the planned units to the whole budget — step T
+ * unless the split left the last counters no unit — public: a function
+ * of the configuration only. */
+static uint64_t cumul_last_step(const dp_release_half *rel)
+{
+    const cumul_release *w = (const cumul_release *)rel;
+    uint64_t planned = 0;
+    for (uint64_t b = 1; b <= w->T; b++)
+        if ((planned += w->units_b[b]) >= CUMUL_LEDGER_UNITS)
+            return b;
+    return w->T;
+}
+
+/* The public rule over the steps released, or a refused spend (fail
+ * closed); w->exhausted is its value as the snapshot records it. */
 static int cumul_release_exhausted(const dp_release_half *rel)
 {
     const cumul_release *w = (const cumul_release *)rel;
-    return w->exhausted || w->ledger.exhausted;
+    return dp_synth_plan_exhausted(w->last, w->done) || w->ledger.exhausted;
 }
 
 static const dp_ledger *cumul_release_ledger(const dp_release_half *rel)
@@ -513,8 +533,7 @@ static int cumul_release_step(dp_release_half *rel, uint64_t t, const dp_stats *
             return rc;
     }
     w->done = t;
-    if (t >= w->T)
-        w->exhausted = 1;
+    w->exhausted = dp_synth_plan_exhausted(w->last, t);
     return cumul_emit_event(w, t, w->rho_b[t], sigma2_max, sink);
 }
 
@@ -675,4 +694,5 @@ const dp_synth_ops dp_synth_ops_cumulative = {
     .release_destroy = cumul_release_destroy,
     .release_ledger = cumul_release_ledger,
     .release_describe = cumul_release_describe,
+    .release_last_step = cumul_last_step,
 };

@@ -277,10 +277,19 @@ static void window_release_destroy(dp_release_half *rel)
     free(w);
 }
 
+/* The plan's last release: step T (the R = T−k+1 equal spends of steps
+ * k..T meet the budget at T exactly) — public (docs/kafka.md §10). */
+static uint64_t window_last_step(const dp_release_half *rel)
+{
+    return ((const window_release *)rel)->cfg.horizon;
+}
+
+/* The public rule over the steps released, or a refused spend (fail
+ * closed); w->exhausted is its value as the snapshot records it. */
 static int window_release_exhausted(const dp_release_half *rel)
 {
     const window_release *w = (const window_release *)rel;
-    return w->exhausted || w->ledger.exhausted;
+    return dp_synth_plan_exhausted(window_last_step(rel), w->done) || w->ledger.exhausted;
 }
 
 static const dp_ledger *window_release_ledger(const dp_release_half *rel)
@@ -489,8 +498,7 @@ static int window_release_step(dp_release_half *rel, uint64_t step, const dp_sta
         records = w->m;
     }
     w->done = step;
-    if (step >= c->horizon)
-        w->exhausted = 1;
+    w->exhausted = dp_synth_plan_exhausted(window_last_step(rel), step);
     return emit_event(w, step, clamped, sink, records,
                       step == c->k ? DP_RELEASE_FULL : DP_RELEASE_DELTA);
 }
@@ -614,4 +622,5 @@ const dp_synth_ops dp_synth_ops_window = {
     .release_destroy = window_release_destroy,
     .release_ledger = window_release_ledger,
     .release_describe = window_release_describe,
+    .release_last_step = window_last_step,
 };
