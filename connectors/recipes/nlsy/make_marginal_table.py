@@ -10,6 +10,7 @@ Writes DIR/table.csv (stream,step,id,<10 attributes>) and DIR/attributes.json ([
 in bench_accuracy_marginal's format (--data DIR --table table.csv). Two insert-only streams:
   males/by-year         the panel's own order: step y = the 545 rows of year 1979+y (8 steps)
   males/randomized-bs50 the 4 360 rows in a fixed pseudo-random order (seed 39), 50 a step (88 steps)
+  males/randomized-bs200 the same order, 200 a step (22 steps)
 The domain is fixed in this file, not read from the data: school 3-16 years, experience 0-18 years,
 log hourly wage in 9 bins at fixed edges, residence with a "missing" category (1 245 rows have none).
 The privacy unit the benchmark uses is a row (one man-year), as for Adult; protecting each man's whole
@@ -73,8 +74,9 @@ def main():
         w.writerow(["stream", "step", "id"] + [n for n, _ in DOMAIN])
         for rid, year, vals in sorted(enc, key=lambda e: (e[1], e[0])):
             w.writerow(["males/by-year", year, rid] + vals)
-        for i, (rid, _, vals) in enumerate(shuffled):
-            w.writerow(["males/randomized-bs50", i // 50 + 1, rid] + vals)
+        for bs in (50, 200):
+            for i, (rid, _, vals) in enumerate(shuffled):
+                w.writerow([f"males/randomized-bs{bs}", i // bs + 1, rid] + vals)
     json.dump([{"name": n, "categories": c} for n, c in DOMAIN], open(os.path.join(a.out, "attributes.json"), "w"),
               indent=1)
     print(f"make_marginal_table: {len(enc)} rows, {len(DOMAIN)} attributes -> {a.out}/table.csv")
