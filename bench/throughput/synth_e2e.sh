@@ -38,6 +38,8 @@
 #              config's "kafka" object sets it) and restore_start →
 #              restore_done (json log), and its peak RSS (VmHWM) once
 #              restored.
+# PERF=FILE records the processor's profile (perf record -g) over the e2e
+# phase.
 #
 # Prints one RESULT line (with the load average before and after).  Not a
 # test: numbers depend on the machine and its load.  Topics have a unique
@@ -148,8 +150,20 @@ print(" ".join(str(got[w]) for w in want))
 EOF
 }
 
-# --- e2e ---------------------------------------------------------------------------
-run "$WORK/a.err" "$T"
+# --- e2e (PERF=FILE: perf record -g of the processor until step T is released) ----
+if [ -n "${PERF:-}" ]; then
+    : > "$WORK/a.err"
+    "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --instance-id e2e --idle-timeout-ms 0 \
+        --log-level info --log-format json 2> "$WORK/a.err" > /dev/null &
+    PID=$!
+    perf record -F 999 -g -o "$PERF" -p "$PID" 2> /dev/null &
+    PERF_PID=$!
+    wait_for "$WORK/a.err" "$T"
+    kill -INT "$PERF_PID"
+    wait "$PERF_PID" || true
+else
+    run "$WORK/a.err" "$T"
+fi
 run_hwm=$(($(kb "$PID" VmHWM) / 1024))
 read -r t_ready t_1 t_T < <(ts_ms "$WORK/a.err" restore_done step_released:1 "step_released:$T")
 e2e_steady=$(((M + 1) * (T - 1) * 1000 / (t_T - t_1)))
