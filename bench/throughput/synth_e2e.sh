@@ -43,7 +43,7 @@
 #
 # Prints one RESULT line (with the load average before and after).  Not a
 # test: numbers depend on the machine and its load.  Topics have a unique
-# prefix and are deleted at the end with the consumer group, through the
+# prefix and are deleted at the end with the consumer group (drop_topics.py), through the
 # project's Python venv (confluent-kafka; scripts/install-deps.sh); the
 # broker is never started or stopped here.
 # Usage: bash synth_e2e.sh path/to/dpstream SYNTH [SIZE (1000000)] [T (10)] [L (5)]
@@ -71,19 +71,8 @@ PREFIX=bench-e2e-$$-$(date +%s)
 cleanup() {
     [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
     rm -rf "$WORK"
-    "$PY" - "$BOOT" "$PREFIX" <<'EOF' || echo "could not delete the topics $PREFIX.*" >&2
-import sys
-from confluent_kafka.admin import AdminClient
-a = AdminClient({"bootstrap.servers": sys.argv[1]})
-topics = [t for t in a.list_topics(timeout=20).topics if t.startswith(sys.argv[2] + ".")]
-for f in (a.delete_topics(topics, operation_timeout=60).values() if topics else []):
-    f.result()
-for f in a.delete_consumer_groups([sys.argv[2] + ".processor"]).values():
-    try:
-        f.result()
-    except Exception:
-        pass   # never created (a failed run)
-EOF
+    "$PY" "$HERE/drop_topics.py" "$BOOT" "$PREFIX" . "$PREFIX.processor" ||
+        echo "could not delete the topics $PREFIX.*" >&2
 }
 trap cleanup EXIT
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
