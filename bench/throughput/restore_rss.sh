@@ -35,19 +35,8 @@ PY=${DPSTREAM_PYENV:-${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}/pyenv}/bin
 cleanup() {
     [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
     rm -rf "$WORK"
-    "$PY" - "$BOOT" "$PREFIX" <<'EOF' || echo "could not delete the topics $PREFIX.*" >&2
-import sys
-from confluent_kafka.admin import AdminClient
-a = AdminClient({"bootstrap.servers": sys.argv[1]})
-topics = [t for t in a.list_topics(timeout=20).topics if t.startswith(sys.argv[2] + ".")]
-for f in (a.delete_topics(topics, operation_timeout=60).values() if topics else []):
-    f.result()
-for f in a.delete_consumer_groups([sys.argv[2] + ".processor"]).values():
-    try:
-        f.result()
-    except Exception:
-        pass   # never created (a failed run)
-EOF
+    "$PY" "$ROOT/bench/throughput/drop_topics.py" "$BOOT" "$PREFIX" . "$PREFIX.processor" ||
+        echo "could not delete the topics $PREFIX.*" >&2
 }
 trap cleanup EXIT
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f

@@ -37,6 +37,10 @@
  *      complete roster would close the step on its last update, before
  *      the marker, and the marker would measure nothing.
  *
+ * --copy-of PREFIX --stream ID --per-step M --steps T runs only the copy
+ * pass (c), over the topics of a deployment that `dpstream run` has already
+ * processed: any synthesizer's workload (bench/throughput/synth_e2e.sh).
+ *
  * Also printed: the process's CPU seconds in each window and the processor
  * thread's own CPU time (pthread CPU clock), so a run on a loaded machine
  * still shows the cost per update and how busy the processor was.
@@ -85,6 +89,7 @@ typedef struct bench_opts {
     uint32_t    chunk_records;
     int64_t     timeout_s;
     int         no_throughput, no_latency, no_decode_pass, no_copy_pass, keep_topics, verbose, debug_log;
+    const char *copy_of, *copy_stream;     /* --copy-of PREFIX --stream ID: only the copy pass (below) */
     const char *kafka_kv[16][2];           /* --kafka NAME=VALUE: added to the config's "kafka" object */
     size_t      n_kafka_kv;
     char       *kafka_buf[16];
@@ -311,8 +316,8 @@ out:
 
 /* 2c. the copy pipeline (copy_pipeline.h): the same updates topic, the
  * dpstream pass's transactions replayed into topics of its own. */
-static int copy_pass_run(const bench_opts *o, const dp_stream_config *cfg, const char *prefix, rd_kafka_t *admin,
-                         created *cr, int64_t deadline, pass_times *m, char *errstr, size_t errn)
+static int copy_pass_run(const bench_opts *o, const dp_stream_config *cfg, const char *prefix, const char *stream,
+                         rd_kafka_t *admin, created *cr, int64_t deadline, pass_times *m, char *errstr, size_t errn)
 {
     char cprefix[128], group[200];
     snprintf(cprefix, sizeof cprefix, "%s-tpc", prefix);
@@ -325,7 +330,7 @@ static int copy_pass_run(const bench_opts *o, const dp_stream_config *cfg, const
     copy_pass cp;
     memset(&cp, 0, sizeof cp);
     watcher w = {0};
-    const char *ids[1] = {"tp-0"};
+    const char *ids[1] = {stream};
     int rc = copy_plan_read(&pl, cfg, o->steps, deadline, errstr, errn);
     if (rc == DP_OK) {
         printf("copy plan (the dpstream pass's committed outputs, per run): synthetic %" PRIu64 " msgs %.2f MB, "
@@ -416,7 +421,7 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
     state_disk_line(cfg, &b, o->steps);
     fflush(stdout);
     *e2e_rate = rb;
-    if (o->no_copy_pass || (rc = copy_pass_run(o, cfg, prefix, admin, cr, deadline, &c, errstr, errn)) != DP_OK)
+    if (o->no_copy_pass || (rc = copy_pass_run(o, cfg, prefix, "tp-0", admin, cr, deadline, &c, errstr, errn)) != DP_OK)
         goto out;
     double rc_ = (double)steady_msgs / steady_s(&c);
     double us_a = 1e6 * raw.steady_cpu / (double)steady_msgs, us_b = 1e6 * (b.pc2 - b.pc1) / (double)steady_msgs,
@@ -428,6 +433,31 @@ static int run_throughput(const bench_opts *o, const char *prefix, rd_kafka_t *a
            1e6 * (b.tc2 - b.tc1) / (double)steady_msgs, 1e6 * (c.tc2 - c.tc1) / (double)steady_msgs);
     fflush(stdout);
 out:
+    dp_stream_config_free(cfg);
+    return rc;
+}
+
+/* --copy-of PREFIX: the copy pass alone, over the topics of a deployment
+ * that `dpstream run` has already processed (bench/throughput/synth_e2e.sh:
+ * any synthesizer end to end): its updates topic holds T steps of
+ * --per-step messages each, the CLOSE_STEP marker last, in one partition,
+ * and its outputs exactly T transactions (one stream, --stream ID). */
+static int run_copy_of(const bench_opts *o, const char *prefix, rd_kafka_t *admin, created *cr, char *errstr,
+                       size_t errn)
+{
+    dp_stream_config *cfg = make_config(o, o->copy_of, "x", o->steps, errstr, errn);
+    if (!cfg)
+        return DP_EINVAL;
+    pass_times c;
+    const uint64_t steady_msgs = (o->n + 1) * (o->steps - 1);
+    int rc = copy_pass_run(o, cfg, prefix, o->copy_stream, admin, cr, now_us() + o->timeout_s * 1000000, &c, errstr,
+                           errn);
+    if (rc == DP_OK)
+        printf("RESULT copy-of %s stream %s per-step %" PRIu64 " T=%" PRIu64 ": copy %.0f msg/s (steady wall, steps "
+               "2..T), process CPU %.3f us per message\n",
+               o->copy_of, o->copy_stream, o->n + 1, o->steps, (double)steady_msgs / steady_s(&c),
+               1e6 * (c.pc2 - c.pc1) / (double)steady_msgs);
+    fflush(stdout);
     dp_stream_config_free(cfg);
     return rc;
 }
@@ -605,6 +635,8 @@ static void usage(void)
             "         [--bootstrap HOST:PORT ($DPSTREAM_BOOTSTRAP_SERVERS or 127.0.0.1:39092)]\n"
             "         [--timeout-s S (1800)] [--no-throughput] [--no-latency] [--no-decode-pass] [--no-copy-pass]\n"
             "         [--keep-topics]\n"
+            "         [--copy-of PREFIX --stream ID --per-step M --steps T (only the copy pass, over the topics\n"
+            "          of a deployment `dpstream run` has processed: bench/throughput/synth_e2e.sh)]\n"
             "         [--kafka NAME=VALUE (librdkafka property for every client; repeatable)]\n"
             "         [--verbose (print every latency sample)] [--debug-log (processor debug log)]\n");
 }
@@ -646,6 +678,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--chunk-records")) { bad = parse_u64(v, &x) || x > 1000000; o.chunk_records = (uint32_t)x; }
         else if (!strcmp(a, "--timeout-s")) { bad = parse_u64(v, &x); o.timeout_s = (int64_t)x; }
         else if (!strcmp(a, "--compression")) o.compression = v;
+        else if (!strcmp(a, "--copy-of")) o.copy_of = v;
+        else if (!strcmp(a, "--stream")) o.copy_stream = v;
+        else if (!strcmp(a, "--per-step")) { bad = parse_u64(v, &x) || x < 2; o.n = x - 1; }
         else if (!strcmp(a, "--bootstrap")) o.bootstrap = v;
         else if (!strcmp(a, "--kafka") && o.n_kafka_kv < 16 && strchr(v, '=') && v[0] != '=') {
             char *kv = strdup(v);
@@ -690,9 +725,12 @@ int main(int argc, char **argv)
     fflush(stdout);
     int rc = DP_OK;
     double e2e = 0;
-    if (!o.no_throughput)
+    if (o.copy_of)
+        rc = o.copy_stream && o.steps > 1 ? run_copy_of(&o, prefix, admin, &cr, err, sizeof err)
+                                          : dp_err(err, sizeof err, DP_EINVAL, "--copy-of needs --stream and --steps > 1");
+    else if (!o.no_throughput)
         rc = run_throughput(&o, prefix, admin, &cr, &e2e, err, sizeof err);
-    if (rc == DP_OK && !o.no_latency)
+    if (rc == DP_OK && !o.no_latency && !o.copy_of)
         rc = run_latency(&o, prefix, admin, &cr, e2e, err, sizeof err);
     if (rc != DP_OK)
         fprintf(stderr, "bench_throughput: %s\n", err);
