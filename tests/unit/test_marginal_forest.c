@@ -97,6 +97,15 @@ static void run_close(run_state *s)
     free(s->rows);
 }
 
+/* Two runs side by side under one key. */
+static void open_pair(run_state *a, run_state *b, const json_t *ja, const json_t *jb, uint8_t key_variant)
+{
+    dp_key key;
+    dptest_key(&key, key_variant);
+    run_open(a, ja, &key);
+    run_open(b, jb, &key);
+}
+
 static const dp_forest *forest_of(const run_state *s)
 {
     return ((const marginal_release *)s->r.rel)->forest;
@@ -271,11 +280,8 @@ static void test_selection_reads_only_the_previous_epoch(void)
 {
     const int T = 9, tau = 4;
     json_t *j = cfg_of(T, "epsilon", 200, NULL);
-    dp_key key;
-    dptest_key(&key, 6);
     run_state a, b;
-    run_open(&a, j, &key);
-    run_open(&b, j, &key);
+    open_pair(&a, &b, j, j, 6);
     size_t len_before_tau = 0, nc = 0;
     int util_same_2 = 0, util_same_4 = 0, util_differ_8 = 0, edges_same = 1, ab = 0, ce = 0;
     for (int t = 1; t <= T; t++) {
@@ -319,11 +325,8 @@ static void test_small_input_is_the_one_way_model(void)
 {
     const int T = 12;
     json_t *j = cfg_of(T, "epsilon", 1, NULL), *j0 = cfg_of(T, "epsilon", 1, ", \"forest_edges\": 0");
-    dp_key key;
-    dptest_key(&key, 3);
     run_state a, b;
-    run_open(&a, j, &key);
-    run_open(&b, j0, &key);
+    open_pair(&a, &b, j, j0, 3);
     int same = 1, share = 0;
     for (int t = 1; t <= T; t++) {
         run_step(&a, (uint64_t)t, 20, 0);
