@@ -13,11 +13,18 @@
  *   - every step's ledger is exact: m_e counters of 2^20 units and the
  *     selection's round(s/(1−s)·m_e·2^20), spent = the budget bit for bit,
  *     under pure ε and ρ-zCDP; with forest_edges 0, d counters and no
- *     selection (and the rows then are the d roots' product);
+ *     selection (and the rows then are the d roots' product); an epoch
+ *     books the share only if its projected rows can find a strong edge
+ *     (dp_forest_feeds, the rule restated here from N̂ and the config);
+ *   - a small input (20 rows a step, ε = 1: every epoch under the EM's
+ *     resolution) books no selection share at any step and releases the
+ *     rows of forest_edges 0 — `independent`'s model, d 1-way counters at
+ *     ε/d — bit for bit, step for step (the budget event names the
+ *     configured mechanism; booking the share anyway, as before, fails it);
  *   - the selection reads only the previous epoch's rows: one row more at
  *     step τ = 4 (epoch 2) leaves the releases of steps 1–3, the edges of
- *     steps 1–7 and the selection utilities computed at steps 2 and 4 bit
- *     for bit unchanged, and changes the utilities at step 8 (which read
+ *     steps 1–7 (none at steps 2–3: epoch 0 feeds no selection) and the
+ *     selection utilities computed at step 4 bit for bit unchanged, and changes the utilities at step 8 (which read
  *     epoch 2); at large ε the dependent pairs (a, b) and (c, e) are chosen;
  *   - a snapshot mid-epoch (after step 5) or at an epoch's end (after
  *     step 7) restores into the bytes of the uninterrupted run;
@@ -88,6 +95,15 @@ static void run_close(run_state *s)
 {
     mk_close(&s->r);
     free(s->rows);
+}
+
+/* Two runs side by side under one key. */
+static void open_pair(run_state *a, run_state *b, const json_t *ja, const json_t *jb, uint8_t key_variant)
+{
+    dp_key key;
+    dptest_key(&key, key_variant);
+    run_open(a, ja, &key);
+    run_open(b, jb, &key);
 }
 
 static const dp_forest *forest_of(const run_state *s)
@@ -202,19 +218,30 @@ static void test_ledger_exact_every_step(void)
 {
     for (int v = 0; v < 3; v++) {   /* pure, zCDP, and pure without edges (no selection share) */
         const int T = 9, zcdp = v == 1, none = v == 2;
-        const double budget = zcdp ? 0.3 : 1.5;
+        const double budget = zcdp ? 0.3 : 0.6;
         json_t *j = cfg_of(T, zcdp ? "rho" : "epsilon", budget,
                            none ? ", \"forest_edges\": 0" : ", \"forest_select_share\": 0.2");
         dp_key key;
         dptest_key(&key, 2);
         run_state s;
         run_open(&s, j, &key);
+        double n_prev = 0;   /* N̂ of the step before */
+        int feeds = 0, booked = 0, unbooked = 0;
         for (int t = 1; t <= T; t++) {
             run_step(&s, (uint64_t)t, 150, 0);
             const dp_forest *f = forest_of(&s);
             const dp_ledger *l = s.r.ops->release_ledger(s.r.rel);
             uint64_t sel = none ? 0 : (uint64_t)llround(0.2 / 0.8 * f->n_kept * (double)(1u << 20));
-            CU_ASSERT_EQUAL(l->n_entries, f->n_kept + !none);
+            if ((t & (t - 1)) == 0) {   /* an epoch starts: does it book the share? (the rule, restated) */
+                double eps = zcdp ? sqrt(8 * budget * sel / ((f->n_kept << 20) + sel) / 8)
+                                  : budget * sel / ((f->n_kept << 20) + sel) / 8;
+                feeds = t > 1 && 2 * t <= T && 2 * n_prev / (t - 1) * t >= 8 / eps * log(6.0);
+            }
+            sel = feeds ? sel : 0;
+            booked += sel > 0;
+            unbooked += !none && sel == 0;
+            n_prev = f->N;
+            CU_ASSERT_EQUAL(l->n_entries, f->n_kept + (sel > 0));
             CU_ASSERT(!none || f->n_kept == D);
             CU_ASSERT_EQUAL(l->units_total, ((uint64_t)f->n_kept << 20) + sel);
             CU_ASSERT_EQUAL(l->units_spent, l->units_total);
@@ -227,7 +254,7 @@ static void test_ledger_exact_every_step(void)
                 CU_ASSERT_STRING_EQUAL(l->entries[i].mechanism, zcdp ? "marginal/counters/discrete_gaussian"
                                                                      : "marginal/counters/discrete_laplace");
             }
-            if (!none) {
+            if (sel) {
                 CU_ASSERT_EQUAL(l->entries[l->n_entries - 1].units, sel);
                 CU_ASSERT_STRING_EQUAL(l->entries[l->n_entries - 1].mechanism, "marginal/forest/select/exponential");
             }
@@ -240,6 +267,10 @@ static void test_ledger_exact_every_step(void)
             /* epoch 0 keeps the d 1-ways; later epochs fewer (edges cover >= 2 attributes each) */
             CU_ASSERT(t > 1 || f->n_kept == D);
         }
+        /* pure: epoch 1 (300 rows, δ*·300 = 600) is under the EM's resolution (955 rows), epoch 2 (1 200) over
+         * it, epoch 3 feeds no selection (16 > T); zCDP (58 rows) books epochs 1 and 2 */
+        CU_ASSERT_EQUAL(booked, none ? 0 : zcdp ? 6 : 4);
+        CU_ASSERT_EQUAL(unbooked, none ? 0 : zcdp ? 3 : 5);
         run_close(&s);
         json_decref(j);
     }
@@ -249,11 +280,8 @@ static void test_selection_reads_only_the_previous_epoch(void)
 {
     const int T = 9, tau = 4;
     json_t *j = cfg_of(T, "epsilon", 200, NULL);
-    dp_key key;
-    dptest_key(&key, 6);
     run_state a, b;
-    run_open(&a, j, &key);
-    run_open(&b, j, &key);
+    open_pair(&a, &b, j, j, 6);
     size_t len_before_tau = 0, nc = 0;
     int util_same_2 = 0, util_same_4 = 0, util_differ_8 = 0, edges_same = 1, ab = 0, ce = 0;
     for (int t = 1; t <= T; t++) {
@@ -270,7 +298,7 @@ static void test_selection_reads_only_the_previous_epoch(void)
         for (size_t i = 0; i < ma->cfg.n_workloads; i++)
             nc += t == 1 && fa->cand[i];
         int same = memcmp(ma->util, mb->util, nc * sizeof *ma->util) == 0;   /* the selection's utilities */
-        util_same_2 |= t == 2 && same;
+        util_same_2 |= t == 2 && fa->n_edges == 0 && fb->n_edges == 0;   /* epoch 0 feeds no selection */
         util_same_4 |= t == 4 && same;
         util_differ_8 |= t == 8 && !same;
         for (uint32_t i = 0; t == T && i < fa->n_edges; i++) {
@@ -291,6 +319,30 @@ static void test_selection_reads_only_the_previous_epoch(void)
     run_close(&a);
     run_close(&b);
     json_decref(j);
+}
+
+static void test_small_input_is_the_one_way_model(void)
+{
+    const int T = 12;
+    json_t *j = cfg_of(T, "epsilon", 1, NULL), *j0 = cfg_of(T, "epsilon", 1, ", \"forest_edges\": 0");
+    run_state a, b;
+    open_pair(&a, &b, j, j0, 3);
+    int same = 1, share = 0;
+    for (int t = 1; t <= T; t++) {
+        run_step(&a, (uint64_t)t, 20, 0);
+        run_step(&b, (uint64_t)t, 20, 0);
+        const dp_ledger *l = a.r.ops->release_ledger(a.r.rel);
+        share |= forest_of(&a)->sel_units != 0 || l->n_entries != D || l->units_total != (uint64_t)D << 20;
+        same &= a.n == b.n && memcmp(a.rows, b.rows, a.n * D * sizeof *a.rows) == 0;   /* the rows, bit for bit */
+        same &= forest_of(&a)->n_edges == 0 && forest_of(&a)->N == forest_of(&b)->N;
+    }
+    CU_ASSERT(a.n > 0);
+    CU_ASSERT_FALSE(share);
+    CU_ASSERT(same);
+    run_close(&a);
+    run_close(&b);
+    json_decref(j);
+    json_decref(j0);
 }
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
@@ -315,6 +367,7 @@ static void test_restore_mid_epoch_is_byte_identical(void)
 {
     tk_check_replays(run_bytes, NULL, 1, 2, 5, 300);                          /* mid epoch 2 */
     tk_check_replays(run_bytes, NULL, 1, 2, 7, 300);                          /* epoch 2's last step */
+    tk_check_replays(run_bytes, NULL, 1, 2, 3, 300);                          /* epoch 1: no share booked */
     tk_check_replays(run_bytes, "zcdp, tree counters", 3, 4, 6, 300);
 }
 
@@ -378,6 +431,8 @@ int main(void)
         {"forest: one row more at step 4 changes no release before it, no edge before step 8, no selection utility "
          "before step 8; the dependent pairs are chosen at large eps",
          test_selection_reads_only_the_previous_epoch},
+        {"forest: a small input books no selection share and releases forest_edges 0's rows (the 1-way model)",
+         test_small_input_is_the_one_way_model},
         {"forest: a restore mid-epoch or at an epoch's end continues byte-identically; the key matters",
          test_restore_mid_epoch_is_byte_identical},
         {"forest: config defaults 8 / 100 / 0.1, bounds, refusals, keys only with method forest", test_config},

@@ -26,8 +26,11 @@
  * group g = dp_marginal_group.  The q units booked at a step pay for that
  * step's rows in the NEXT epoch's selection (marginal_forest_select.c): the
  * selection at s_{e+1} reads only epoch e's rows, so each row event feeds at
- * most one selection; the last epoch's rows feed none, and their share is
- * booked anyway (conservative).  Rows of different steps are disjoint: the
+ * most one selection.  An epoch whose rows could not find a strong edge
+ * (dp_forest_feeds, marginal_forest_select.c: public inputs only) — the
+ * first, the last, every epoch of a small table — books q = 0: its counters
+ * get budget/m_e each, no selection reads its rows, the next epoch keeps
+ * its edges.  Rows of different steps are disjoint: the
  * stream's guarantee is the largest step's, the budget.
  *
  * Estimate at step t of epoch e, for A in M_e: Â(t) = base_A + C_A(t).
@@ -329,8 +332,13 @@ static int new_epoch(marginal_release *m, uint64_t step, uint32_t e, char *errst
     dp_forest *f = m->forest;
     uint32_t edges[DP_MARGINAL_MAX_ATTRS], n_edges = 0;
     int rc = DP_OK;
-    if (e >= 1 && c->forest_edges > 0 && (rc = dp_forest_select(m, step, edges, &n_edges, errstr, errstr_size)))
-        return rc;
+    if (f->started && f->sel_units > 0) {   /* epoch e − 1 booked the share: its rows feed this selection */
+        if ((rc = dp_forest_select(m, step, edges, &n_edges, errstr, errstr_size)) != DP_OK)
+            return rc;
+    } else if (f->started) {   /* no selection: the edges stay */
+        n_edges = f->n_edges;
+        memcpy(edges, f->edge_w, n_edges * sizeof *edges);
+    }
     forest_kept old[DP_MARGINAL_MAX_ATTRS];
     uint32_t n_old = f->started ? f->n_kept : 0;
     memcpy(old, f->kept, n_old * sizeof *old);
@@ -364,6 +372,7 @@ static int new_epoch(marginal_release *m, uint64_t step, uint32_t e, char *errst
     if (rc != DP_OK)
         return dp_err(errstr, errstr_size, rc, NAME ": the previous model's marginals");
     f->sel_units = sel_units_of(c, f->n_kept);
+    f->sel_units = dp_forest_feeds(m, e, f->sel_units) ? f->sel_units : 0;   /* N̂ still step s_e − 1's */
     if ((rc = reset_ledger(m, errstr, errstr_size)) != DP_OK || (rc = make_counters(m, e, errstr, errstr_size)))
         return rc;
     memset(f->dacc, 0, c->total_cells * sizeof *f->dacc);
@@ -474,7 +483,9 @@ int dp_marginal_forest_load(marginal_release *m, dp_reader *r)
     free_epoch(f);
     build_kept(m, edges, ne);
     f->sel_units = sel_units_of(c, f->n_kept);
-    if (m->ledger.units_total != ((uint64_t)f->n_kept << UNIT_BITS) + f->sel_units)
+    if (m->ledger.units_total == (uint64_t)f->n_kept << UNIT_BITS)
+        f->sel_units = 0;   /* the epoch books no selection share (dp_forest_feeds) */
+    else if (m->ledger.units_total != ((uint64_t)f->n_kept << UNIT_BITS) + f->sel_units)
         return DP_ECORRUPT;   /* the restored step's ledger is the epoch's */
     char why[128];
     int rc = make_counters(m, e, why, sizeof why);

@@ -16,6 +16,9 @@
  * (g <= 2000: max_rows_per_user <= 1000, × 2 under replace), exp_mech.h's range. */
 #define FOREST_GRID_BITS 8
 #define FOREST_DELTA_U(g) (((uint64_t)(g) << (FOREST_GRID_BITS + 2)) + 1)
+/* The largest dependence any pair can have, δ* = sup Σ|p_xy − p_x·p_y| <= Σp_xy + Σp_x·p_y = 2 (a score
+ * per row): dp_forest_feeds, marginal_forest_select.c; docs/privacy.md §5. */
+#define FOREST_MAX_DEP 2.0
 
 /* One kept marginal of the epoch: an edge (a < b, workload w) or the 1-way
  * marginal of a (b = w = FOREST_NONE); its cells at off in the epoch arrays. */
@@ -33,7 +36,8 @@ typedef struct dp_forest {
     forest_kept  kept[DP_MARGINAL_MAX_ATTRS];
     uint64_t     kept_cells;
     dp_counter_config ccfg;        /* the epoch's counters */
-    uint64_t     sel_units;        /* per step: the selection's ledger units (0: k = 0) */
+    uint64_t     sel_units;        /* per step: the selection's ledger units (0: k = 0, or the epoch's rows
+                                      feed no selection: dp_forest_feeds) */
     dp_counter **cnt;              /* kept_cells: the epoch's counters */
     int64_t     *c_last;           /* their noisy prefix sums C_A(t) (the epoch's change) */
     double      *base;             /* base_A */
@@ -59,6 +63,9 @@ int dp_forest_fit_model(marginal_release *m);
  * exponential mechanisms (Kruskal), at step s_e. */
 int dp_forest_select(marginal_release *m, uint64_t step, uint32_t *edge_w, uint32_t *n_edges, char *errstr,
                      size_t errstr_size);
+/* Whether epoch e's rows (steps [s_e, 2·s_e)) will feed a selection at 2·s_e, decided at s_e from public
+ * quantities only (the configuration, the step, m_e and N̂ of step s_e − 1: post-processing). */
+int dp_forest_feeds(const marginal_release *m, uint32_t e, uint64_t sel_units);
 /* ε of one pick, from the selection's per-step share of a ledger of `units` units (pure or zCDP). */
 double dp_forest_pick_epsilon(const dp_marginal_config *c, uint64_t sel_units, uint64_t units);
 
