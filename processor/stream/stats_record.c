@@ -1,7 +1,8 @@
 /* stats_record.c — statistics records and their merger (stats_record.h).
  *
  * Owns: the merger's pending steps (each shard's statistics, copied).
- * Calls: seal (dp_mac, dp_seal, dp_unseal), stats (save, load, merge), buf. */
+ * Calls: seal (dp_mac, dp_seal, dp_unseal), stats (save, load, merge), buf;
+ * the merger's load calls its own add (one set of checks). */
 #include "stream/stats_record.h"
 
 #include <sodium.h>
@@ -14,6 +15,7 @@
 
 static const char MAGIC[4] = {'D', 'P', 'S', '1'};
 static const char MAC_LABEL[] = "dpstream.stats.mac.v1";
+static const char MERGER_MAGIC[4] = {'D', 'P', 'M', '1'};
 
 static int clip(size_t len) { return (int)(len < 100 ? len : 100); }
 
@@ -266,4 +268,127 @@ int dp_stats_merger_take(dp_stats_merger *m, uint64_t step, dp_stats *out)
     *p = m->pending[--m->n_pending];
     m->released = step;
     return DP_OK;
+}
+
+/* --- the merger's pending state (docs/kafka.md §10) --------------------------------- */
+
+static int by_step(const void *a, const void *b)
+{
+    uint64_t x = (*(const dp_stats_pending *const *)a)->step, y = (*(const dp_stats_pending *const *)b)->step;
+    return x < y ? -1 : x > y;
+}
+
+int dp_stats_merger_save(const dp_stats_merger *m, dp_buf *out)
+{
+    /* Steps ascending and shards ascending: the bytes are a function of
+     * what is held, not of the order the records came in. */
+    const dp_stats_pending **order = malloc((m->n_pending ? m->n_pending : 1) * sizeof *order);
+    if (!order)
+        return DP_ENOMEM;
+    for (size_t i = 0; i < m->n_pending; i++)
+        order[i] = &m->pending[i];
+    qsort(order, m->n_pending, sizeof *order, by_step);
+    dp_buf_put_bytes(out, MERGER_MAGIC, sizeof MERGER_MAGIC);
+    dp_buf_put_blob(out, m->stream_id, m->stream_id_len);
+    dp_buf_put_u32(out, m->shards);
+    dp_buf_put_u64(out, m->released);
+    dp_buf_put_u32(out, (uint32_t)m->n_pending);
+    int rc = DP_OK;
+    for (size_t i = 0; i < m->n_pending && rc == DP_OK; i++) {
+        const dp_stats_pending *p = order[i];
+        dp_buf_put_u64(out, p->step);
+        dp_buf_put_u32(out, p->n_have);
+        for (uint32_t k = 0; k < m->shards && rc == DP_OK; k++) {
+            if (!p->have[k])
+                continue;
+            dp_buf_put_u32(out, k);
+            dp_buf body;
+            dp_buf_init(&body);
+            rc = dp_stats_save(&p->shard[k], &body);
+            if (rc == DP_OK)
+                rc = dp_buf_status(&body);
+            if (rc == DP_OK)
+                dp_buf_put_blob(out, body.data, body.len);
+            if (body.data)
+                sodium_memzero(body.data, body.len);
+            dp_buf_free(&body);
+        }
+    }
+    free(order);
+    return rc != DP_OK ? rc : dp_buf_status(out);
+}
+
+/* One pending step's shards from r into m. */
+static int load_step(dp_stats_merger *m, dp_reader *r, dp_stats *tmp, char *errstr, size_t errstr_size)
+{
+    uint64_t step = dp_reader_u64(r);
+    uint32_t n = dp_reader_u32(r);
+    if (dp_reader_status(r) != DP_OK || n == 0 || n > m->shards)
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "merger state of stream '%.*s': a malformed pending step",
+                      clip(m->stream_id_len), m->stream_id);
+    for (uint32_t j = 0; j < n; j++) {
+        dp_stats_record rec = {.stream_id = m->stream_id, .stream_id_len = m->stream_id_len, .step = step,
+                               .shard = dp_reader_u32(r), .shard_count = m->shards};
+        size_t len = 0;
+        const uint8_t *body = dp_reader_blob(r, &len);
+        if (!body)
+            return dp_err(errstr, errstr_size, DP_ECORRUPT, "merger state of stream '%.*s': truncated",
+                          clip(m->stream_id_len), m->stream_id);
+        dp_reader br;
+        dp_reader_init(&br, body, len);
+        dp_stats_clear(tmp, step);
+        int rc = dp_stats_load(tmp, &br);
+        if (rc == DP_OK && dp_reader_finish(&br) != DP_OK)
+            rc = DP_ECORRUPT;
+        if (rc != DP_OK)
+            return dp_err(errstr, errstr_size, rc, "merger state of stream '%.*s': step %llu shard %u statistics "
+                          "do not decode", clip(m->stream_id_len), m->stream_id, (unsigned long long)step, rec.shard);
+        rc = dp_stats_merger_add(m, &rec, tmp, errstr, errstr_size);
+        if (rc != DP_OK)
+            return rc;
+    }
+    return DP_OK;
+}
+
+int dp_stats_merger_load(dp_stats_merger *m, const char *stream_id, size_t stream_id_len, uint32_t shards,
+                         uint64_t released, const uint8_t *data, size_t len, char *errstr, size_t errstr_size)
+{
+    int rc = dp_stats_merger_init(m, stream_id, stream_id_len, shards, released);
+    if (rc != DP_OK)
+        return dp_err(errstr, errstr_size, rc, "merger of stream '%.*s': %s", clip(stream_id_len), stream_id,
+                      dp_status_str(rc));
+    dp_reader r;
+    dp_reader_init(&r, data, len);
+    char magic[4];
+    size_t sid_len = 0;
+    const char *why = NULL;
+    if (dp_reader_bytes(&r, magic, sizeof magic) != DP_OK || memcmp(magic, MERGER_MAGIC, sizeof magic) != 0)
+        why = "not a merger state";
+    const uint8_t *sid = why ? NULL : dp_reader_blob(&r, &sid_len);
+    uint32_t n_shards = why ? 0 : dp_reader_u32(&r);
+    uint64_t was = why ? 0 : dp_reader_u64(&r);
+    uint32_t n_steps = why ? 0 : dp_reader_u32(&r);
+    if (!why && (dp_reader_status(&r) != DP_OK || !sid))
+        why = "truncated";
+    else if (!why && (sid_len != stream_id_len || memcmp(sid, stream_id, sid_len) != 0))
+        why = "of another stream";
+    else if (!why && n_shards != shards)
+        why = "of another shard count";
+    else if (!why && was != released)
+        why = "of another released step than the release half's";
+    dp_stats tmp;
+    dp_stats_init(&tmp, 1);
+    rc = why ? DP_ECORRUPT : DP_OK;
+    if (why)
+        dp_err(errstr, errstr_size, rc, "merger state of stream '%.*s' (%u shards, step %llu released): %s; "
+               "refusing it", clip(stream_id_len), stream_id, shards, (unsigned long long)released, why);
+    for (uint32_t i = 0; i < n_steps && rc == DP_OK; i++)
+        rc = load_step(m, &r, &tmp, errstr, errstr_size);
+    if (rc == DP_OK && dp_reader_finish(&r) != DP_OK)
+        rc = dp_err(errstr, errstr_size, DP_ECORRUPT, "merger state of stream '%.*s': trailing bytes",
+                    clip(stream_id_len), stream_id);
+    dp_stats_free(&tmp);
+    if (rc != DP_OK)
+        dp_stats_merger_free(m);
+    return rc;
 }

@@ -99,4 +99,23 @@ int  dp_stats_merger_complete(const dp_stats_merger *m, uint64_t step);
  * DP_ESTATE for an incomplete step or one after released + 1. */
 int  dp_stats_merger_take(dp_stats_merger *m, uint64_t step, dp_stats *out);
 
+/* The pending state (docs/kafka.md §10): the statistics of the steps not
+ * yet complete, and the last step taken — what a release instance keeps
+ * beside its release-role snapshot (dp_synth_snapshot_role), so one
+ * restarted mid-step resumes without re-reading the records it merged:
+ *
+ *   "DPM1" ‖ blob(stream id) ‖ u32 shards ‖ u64 released ‖ u32 n steps
+ *   ‖ n × (u64 step ‖ u32 n shards in ‖ that many × (u32 shard ‖ blob(dp_stats_save)))
+ *
+ * steps and shards ascending (the bytes do not depend on the order the
+ * records arrived).  Exact statistics of personal data: it belongs in the
+ * state topic's sealed or MAC'd record, never in published output.
+ * dp_stats_merger_load inits *m for (stream, shards) with `released` the
+ * restored release half's last released step and refuses (DP_ECORRUPT,
+ * nothing held) another kind, a truncated state, another stream, shard
+ * count or released step, and a pending step the merger's add refuses. */
+int dp_stats_merger_save(const dp_stats_merger *m, dp_buf *out);
+int dp_stats_merger_load(dp_stats_merger *m, const char *stream_id, size_t stream_id_len, uint32_t shards,
+                         uint64_t released, const uint8_t *data, size_t len, char *errstr, size_t errstr_size);
+
 #endif

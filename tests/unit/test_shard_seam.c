@@ -14,9 +14,19 @@
  *   * exhaustion: at every step of a run to exhaustion the ingest side's
  *     verdict (the public rule alone) equals the release side's (its
  *     ledger), for several plans;
+ *   * restarts (per-role snapshots): the same runs with every ingest shard
+ *     snapshotted (dp_synth_snapshot_role, ingest), destroyed and restored
+ *     at every one of its step boundaries, and the release bundle with its
+ *     merger (dp_synth_snapshot_role, release; dp_stats_merger_save) after
+ *     every record it takes in — mid-step, with steps pending — give the
+ *     same bytes: releases and budget events = replay, release state =
+ *     the combined close's; each restored state re-saves byte for byte;
  *   * refusals: statistics of a step already released or of a skipped
  *     step, an exhausted stream, an incomplete step, a synthesizer that
- *     does not shard — errors, with nothing released or spent. */
+ *     does not shard — errors, with nothing released or spent; a role
+ *     snapshot given to the other role's restore (or a combined one), a
+ *     truncated one, another stream's, and the same for the merger's
+ *     state; a restored bundle doing the other role's work. */
 #define _GNU_SOURCE   /* mkdtemp */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +46,9 @@
 enum { SHARDS = 4, N = 400, MAXT = 16 };
 
 static const char STREAM[] = "panel";
+
+/* Restart every role at every step boundary (test_*_restarts). */
+static int restarts;
 
 /* --- the input: one log, as replay reads it ------------------------------- */
 
@@ -294,6 +307,30 @@ typedef struct shard {
     int          steps, used;
 } shard;
 
+/* Snapshot one role's bundle, destroy it, restore it; the restored state
+ * re-saves to the same bytes. */
+static dp_synth *restart_role(dp_synth *s, dp_synth_role role, const char *name, const json_t *cfg,
+                              const dp_synth_env *env)
+{
+    char err[512];
+    dp_buf a, b;
+    dp_buf_init(&a);
+    dp_buf_init(&b);
+    int exhausted = dp_synth_exhausted(s);
+    uint64_t open = dp_synth_open_step(s), next = dp_synth_release_next_step(s);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_role(s, role, &a), DP_OK);
+    dp_synth_destroy(s);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_restore_role(&s, role, name, cfg, env, a.data, a.len, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_role(s, role, &b), DP_OK);
+    CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+    CU_ASSERT_EQUAL(dp_synth_exhausted(s), exhausted);
+    CU_ASSERT_EQUAL(role == DP_SYNTH_ROLE_INGEST ? dp_synth_open_step(s) : dp_synth_release_next_step(s),
+                    role == DP_SYNTH_ROLE_INGEST ? open : next);
+    dp_buf_free(&a);
+    dp_buf_free(&b);
+    return s;
+}
+
 /* One shard's whole partition: its entities' updates and every marker,
  * closing only the ingest half; each closed step's record encoded. */
 static void run_shard(const input *in, uint32_t k, shard *sh, const char *name, const json_t *cfg,
@@ -330,6 +367,10 @@ static void run_shard(const input *in, uint32_t k, shard *sh, const char *name, 
         dp_buf_init(&sh->rec[t]);
         CU_ASSERT_EQUAL_FATAL(dp_stats_record_encode(&r, &part, k % 2 ? state_key : NULL, env->key, &sh->rec[t],
                                                      err, sizeof err), DP_OK);
+        /* a restart at the step boundary: the gate's held updates are the
+         * log's to re-read (the committed offset stays before them) */
+        if (restarts)
+            sh->g.synth = sh->s = restart_role(sh->s, DP_SYNTH_ROLE_INGEST, name, cfg, env);
     }
     dp_stats_free(&part);
 }
@@ -342,7 +383,32 @@ typedef struct releaser {
     dp_stats         back, merged;
     dp_buf           state;
     int              released;
+    const char      *name;
+    const json_t    *cfg;
+    const dp_synth_env *env;
 } releaser;
+
+/* The release instance restarted: its release-role snapshot and its
+ * merger's pending statistics saved, both destroyed, both restored. */
+static void restart_release(releaser *r)
+{
+    char err[512];
+    dp_buf a, b;
+    dp_buf_init(&a);
+    dp_buf_init(&b);
+    size_t pending = r->m.n_pending;
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_save(&r->m, &a), DP_OK);
+    dp_stats_merger_free(&r->m);
+    r->rel = restart_role(r->rel, DP_SYNTH_ROLE_RELEASE, r->name, r->cfg, r->env);
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_load(&r->m, STREAM, sizeof STREAM - 1, SHARDS,
+                                               dp_synth_release_next_step(r->rel) - 1, a.data, a.len, err,
+                                               sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(r->m.n_pending, pending);
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_save(&r->m, &b), DP_OK);
+    CU_ASSERT(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+    dp_buf_free(&a);
+    dp_buf_free(&b);
+}
 
 /* Shard k's record of step t into the merger; every step then complete
  * released from its merged statistics and checked against the combined
@@ -371,6 +437,8 @@ static void send_record(releaser *r, shard *sh, uint32_t k, int t, const referen
         for (uint32_t q = 0; q < SHARDS; q++)
             CU_ASSERT_EQUAL(sh[q].exhausted[next], ref->exhausted[next]);
     }
+    if (restarts)
+        restart_release(r);
 }
 
 /* The records into the merger with the shards running steps apart: the
@@ -385,6 +453,9 @@ static void run_release(shard *sh, int steps, const char *name, const json_t *cf
     CU_ASSERT_EQUAL_FATAL(dp_synth_create(&r.rel, name, cfg, env, err, sizeof err), DP_OK);
     r.sink = js_of(js);
     r.js = js;
+    r.name = name;
+    r.cfg = cfg;
+    r.env = env;
     CU_ASSERT_EQUAL_FATAL(dp_stats_merger_init(&r.m, STREAM, sizeof STREAM - 1, SHARDS, 0), DP_OK);
     dp_stats_init(&r.back, 1);
     dp_stats_init(&r.merged, 1);
@@ -500,6 +571,16 @@ static void test_window_c3_sharded(void)
 static void test_cumulative_sharded(void)
 {
     sharded_equals_replay("cumulative", "{\"horizon\": 8, \"rho\": 1}", 8, 2);
+}
+
+static void test_restarts(void)
+{
+    restarts = 1;
+    sharded_equals_replay("window", "{\"horizon\": 7, \"k\": 3, \"rho\": 1}", 7, 2);
+    sharded_equals_replay("window", "{\"horizon\": 5, \"k\": 2, \"categories\": 3, \"rho\": 1, "
+                          "\"neighbors\": \"add_remove\"}", 5, 3);
+    sharded_equals_replay("cumulative", "{\"horizon\": 8, \"rho\": 1}", 8, 2);
+    restarts = 0;
 }
 
 /* --- exhaustion: the ingest side's verdict is the release side's ---------- */
@@ -654,6 +735,145 @@ static void test_refusals(void)
     json_decref(cfg);
 }
 
+/* --- role snapshots: refused when mixed, cut or moved ---------------------- */
+
+static int restore_as(dp_synth_role role, const dp_synth_env *env, const json_t *cfg, const dp_buf *b, size_t len,
+                      char *err, size_t errsz)
+{
+    dp_synth *s = NULL;
+    int rc = dp_synth_restore_role(&s, role, "window", cfg, env, b->data, len, err, errsz);
+    CU_ASSERT((rc == DP_OK) == (s != NULL));
+    dp_synth_destroy(s);
+    return rc;
+}
+
+static void test_role_refusals(void)
+{
+    dp_key key, other_key;
+    dptest_key(&key, 36);
+    dptest_key(&other_key, 37);
+    json_t *cfg = json_loads("{\"horizon\": 5, \"k\": 2, \"rho\": 1}", 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    dp_synth_env env = {&key, STREAM, sizeof STREAM - 1}, other = {&key, "panel2", 6},
+                 rekeyed = {&other_key, STREAM, sizeof STREAM - 1};
+    char err[512], id[24];
+    dp_synth *in, *rel, *whole;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&in, "window", cfg, &env, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&rel, "window", cfg, &env, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_create(&whole, "window", cfg, &env, err, sizeof err), DP_OK);
+    tk_sink a;
+    tk_sink_init(&a);
+    dp_release_sink sa = tk_sink_of(&a);
+    dp_stats st[3];
+    dp_reject_reason why;
+    for (int t = 1; t <= 2; t++) {
+        dp_stats_init(&st[t], 1);
+        for (int i = 0; i < 40; i++) {
+            snprintf(id, sizeof id, "e%d", i);
+            tk_report(in, (uint64_t)t, id, (i * t) % 2, &why);
+        }
+        CU_ASSERT_EQUAL_FATAL(dp_synth_close_ingest(in, &st[t], err, sizeof err), DP_OK);
+    }
+    CU_ASSERT_EQUAL_FATAL(dp_synth_release_stats(rel, &st[1], &sa, err, sizeof err), DP_OK);
+    dp_stats_merger m;   /* step 1 released, step 2 pending from shard 0 of 2 */
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_init(&m, STREAM, sizeof STREAM - 1, 2, 1), DP_OK);
+    dp_stats_record rec = {.stream_id = STREAM, .stream_id_len = sizeof STREAM - 1, .step = 2, .shard = 0,
+                           .shard_count = 2};
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_add(&m, &rec, &st[2], err, sizeof err), DP_OK);
+
+    dp_buf ing, rls, comb, mst;
+    dp_buf_init(&ing);
+    dp_buf_init(&rls);
+    dp_buf_init(&comb);
+    dp_buf_init(&mst);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_role(in, DP_SYNTH_ROLE_INGEST, &ing), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot_role(rel, DP_SYNTH_ROLE_RELEASE, &rls), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_snapshot(whole, &comb), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_save(&m, &mst), DP_OK);
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_INGEST, &env, cfg, &ing, ing.len, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_RELEASE, &env, cfg, &rls, rls.len, err, sizeof err), DP_OK);
+
+    /* a restore never mixes roles, and names what it was given */
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_RELEASE, &env, cfg, &ing, ing.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "an ingest-role snapshot"));
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_INGEST, &env, cfg, &rls, rls.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "a release-role snapshot"));
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_INGEST, &env, cfg, &comb, comb.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "combined"));
+    dp_synth *s = NULL;
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&s, "window", cfg, &env, ing.data, ing.len, err, sizeof err), DP_OK);
+    CU_ASSERT_NOT_EQUAL(dp_synth_restore(&s, "window", cfg, &env, rls.data, rls.len, err, sizeof err), DP_OK);
+    CU_ASSERT_PTR_NULL(s);
+    /* truncated at every length */
+    int cut = 0;
+    for (size_t n = 0; n < ing.len; n++)
+        cut += restore_as(DP_SYNTH_ROLE_INGEST, &env, cfg, &ing, n, err, sizeof err) == DP_OK;
+    for (size_t n = 0; n < rls.len; n++)
+        cut += restore_as(DP_SYNTH_ROLE_RELEASE, &env, cfg, &rls, n, err, sizeof err) == DP_OK;
+    dp_stats_merger back;
+    for (size_t n = 0; n < mst.len; n++)
+        cut += dp_stats_merger_load(&back, STREAM, sizeof STREAM - 1, 2, 1, mst.data, n, err, sizeof err) == DP_OK;
+    CU_ASSERT_EQUAL(cut, 0);
+    /* another stream, another key */
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_INGEST, &other, cfg, &ing, ing.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "of stream 'panel'"));
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_RELEASE, &other, cfg, &rls, rls.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_EQUAL(restore_as(DP_SYNTH_ROLE_RELEASE, &rekeyed, cfg, &rls, rls.len, err, sizeof err), DP_EKEY);
+    /* the merger's state: another stream, shard count or released step */
+    CU_ASSERT_EQUAL(dp_stats_merger_load(&back, "panel2", 6, 2, 1, mst.data, mst.len, err, sizeof err), DP_ECORRUPT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "of another stream"));
+    CU_ASSERT_EQUAL(dp_stats_merger_load(&back, STREAM, sizeof STREAM - 1, 3, 1, mst.data, mst.len, err, sizeof err),
+                    DP_ECORRUPT);
+    CU_ASSERT_EQUAL(dp_stats_merger_load(&back, STREAM, sizeof STREAM - 1, 2, 0, mst.data, mst.len, err, sizeof err),
+                    DP_ECORRUPT);
+    CU_ASSERT_EQUAL(dp_stats_merger_load(&back, STREAM, sizeof STREAM - 1, 2, 1, ing.data, ing.len, err, sizeof err),
+                    DP_ECORRUPT);
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_load(&back, STREAM, sizeof STREAM - 1, 2, 1, mst.data, mst.len, err,
+                                               sizeof err), DP_OK);
+    CU_ASSERT(back.n_pending == 1 && !dp_stats_merger_complete(&back, 2));
+    rec.shard = 0;   /* the pending shard is in: its repeat is refused */
+    CU_ASSERT_EQUAL(dp_stats_merger_add(&back, &rec, &st[2], err, sizeof err), DP_ECORRUPT);
+    dp_stats_merger_free(&back);
+
+    /* a restored bundle does its role's work only */
+    dp_synth *ri, *rr;
+    CU_ASSERT_EQUAL_FATAL(dp_synth_restore_role(&ri, DP_SYNTH_ROLE_INGEST, "window", cfg, &env, ing.data, ing.len,
+                                                err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_synth_restore_role(&rr, DP_SYNTH_ROLE_RELEASE, "window", cfg, &env, rls.data, rls.len,
+                                                err, sizeof err), DP_OK);
+    dp_buf x;
+    dp_buf_init(&x);
+    size_t before = a.records;
+    CU_ASSERT_EQUAL(dp_synth_release_stats(ri, &st[2], &sa, err, sizeof err), DP_ESTATE);
+    CU_ASSERT_EQUAL(dp_synth_close_step(ri, &sa, err, sizeof err), DP_ESTATE);
+    CU_ASSERT_EQUAL(dp_synth_close_step(rr, &sa, err, sizeof err), DP_ESTATE);
+    CU_ASSERT_EQUAL(dp_synth_close_ingest(rr, &st[2], err, sizeof err), DP_ESTATE);
+    CU_ASSERT_EQUAL(a.records, before);
+    CU_ASSERT_EQUAL(dp_synth_snapshot(ri, &x), DP_ESTATE);
+    CU_ASSERT_EQUAL(dp_synth_snapshot(rr, &x), DP_ESTATE);
+    CU_ASSERT_EQUAL(dp_synth_snapshot_role(ri, DP_SYNTH_ROLE_RELEASE, &x), DP_ESTATE);
+    CU_ASSERT_EQUAL(dp_synth_snapshot_role(rr, DP_SYNTH_ROLE_INGEST, &x), DP_ESTATE);
+    /* …and that work resumes where it stopped */
+    CU_ASSERT_EQUAL(dp_synth_release_stats(rr, &st[2], &sa, err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_synth_open_step(ri), 3);
+
+    dp_buf_free(&x);
+    dp_buf_free(&ing);
+    dp_buf_free(&rls);
+    dp_buf_free(&comb);
+    dp_buf_free(&mst);
+    dp_stats_merger_free(&m);
+    for (int t = 1; t <= 2; t++)
+        dp_stats_free(&st[t]);
+    tk_sink_free(&a);
+    dp_synth_destroy(ri);
+    dp_synth_destroy(rr);
+    dp_synth_destroy(in);
+    dp_synth_destroy(rel);
+    dp_synth_destroy(whole);
+    json_decref(cfg);
+}
+
 static const dptest_case CASES[] = {
     {"window, 4 shards to exhaustion: ingest-only closes, merged records, releases from statistics = replay, "
      "state and verdicts = the combined close", test_window_sharded},
@@ -662,6 +882,11 @@ static const dptest_case CASES[] = {
     {"exhaustion: the ingest side's public rule = the release side's ledger at every step", test_exhaustion},
     {"refused, nothing released or spent: a released step, a skipped step, an exhausted stream, an incomplete "
      "step, a synthesizer that does not shard", test_refusals},
+    {"restarts: every ingest shard at every step boundary and the release bundle with its merger's pending "
+     "steps after every record, snapshotted per role, destroyed and restored: the same bytes as replay",
+     test_restarts},
+    {"role snapshots refused: the other role's or a combined one, a truncated one, another stream's (and the "
+     "merger's state alike); a restored bundle refuses the other role's work", test_role_refusals},
     {NULL, NULL},
 };
 

@@ -275,6 +275,31 @@ uint64_t dp_synth_release_next_step(const dp_synth *s);
  * sharded stream keeps.  DP_ESTATE for a read-only state. */
 int  dp_synth_release_state(const dp_synth *s, dp_buf *out);
 
+/* One role's snapshot (docs/kafka.md §10): an ingest-role bundle (one
+ * shard) keeps only its ingest half and open step, steps ahead of any
+ * release; a release-role bundle only its release half (its ledger) and
+ * next step.  Each is a distinct, versioned kind ("SYI1", "SYR1") headed
+ * like dp_synth_snapshot's (name, key fingerprint, configuration) plus the
+ * stream id; dp_synth_snapshot's combined kind is unchanged.
+ * dp_synth_restore_role refuses, naming what it got, the other role's
+ * snapshot or a combined one (a restore never mixes roles: DP_ECORRUPT),
+ * a truncated one, another stream's or synthesizer's (DP_ECORRUPT), one
+ * under another key (DP_EKEY), one of another configuration (the changed
+ * fields, as dp_synth_restore), and a synthesizer whose ingest half does
+ * not shard (DP_EINVAL).  The restored bundle does only its role's work:
+ * dp_synth_close_step, dp_synth_snapshot, the other role's close or
+ * snapshot are refused (DP_ESTATE).  A release-role snapshot does not hold
+ * the merger's pending statistics: dp_stats_merger_save (stream layer). */
+typedef enum dp_synth_role {
+    DP_SYNTH_ROLE_ALL = 0,      /* a created bundle: both halves (today's single process) */
+    DP_SYNTH_ROLE_INGEST = 1,
+    DP_SYNTH_ROLE_RELEASE = 2,
+} dp_synth_role;
+int dp_synth_snapshot_role(const dp_synth *s, dp_synth_role role, dp_buf *out);
+int dp_synth_restore_role(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
+                          const dp_synth_env *env, const uint8_t *data, size_t len, char *errstr,
+                          size_t errstr_size);
+
 /* The public exhaustion rule (docs/kafka.md §10), one function for both
  * halves: a stream whose plan ends at step `last_step` (its last release:
  * ops->release_last_step; 0: no such public step) is exhausted once steps
