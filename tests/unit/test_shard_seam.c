@@ -834,6 +834,28 @@ static void test_role_refusals(void)
     rec.shard = 0;   /* the pending shard is in: its repeat is refused */
     CU_ASSERT_EQUAL(dp_stats_merger_add(&back, &rec, &st[2], err, sizeof err), DP_ECORRUPT);
     dp_stats_merger_free(&back);
+    /* the merger's state is a function of what it holds, not of the order it came in */
+    dp_stats_merger ma, mb;
+    dp_buf sa_, sb_;
+    dp_buf_init(&sa_);
+    dp_buf_init(&sb_);
+    dp_stats_record r1 = {.stream_id = STREAM, .stream_id_len = sizeof STREAM - 1, .step = 1, .shard = 1,
+                          .shard_count = 2}, r2 = r1;
+    r2.step = 2;
+    r2.shard = 0;
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_init(&ma, STREAM, sizeof STREAM - 1, 2, 0), DP_OK);
+    CU_ASSERT_EQUAL_FATAL(dp_stats_merger_init(&mb, STREAM, sizeof STREAM - 1, 2, 0), DP_OK);
+    CU_ASSERT_EQUAL(dp_stats_merger_add(&ma, &r1, &st[1], err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_stats_merger_add(&ma, &r2, &st[2], err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_stats_merger_add(&mb, &r2, &st[2], err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_stats_merger_add(&mb, &r1, &st[1], err, sizeof err), DP_OK);
+    CU_ASSERT_EQUAL(dp_stats_merger_save(&ma, &sa_), DP_OK);
+    CU_ASSERT_EQUAL(dp_stats_merger_save(&mb, &sb_), DP_OK);
+    CU_ASSERT(sa_.len == sb_.len && memcmp(sa_.data, sb_.data, sa_.len) == 0);
+    dp_buf_free(&sa_);
+    dp_buf_free(&sb_);
+    dp_stats_merger_free(&ma);
+    dp_stats_merger_free(&mb);
 
     /* a restored bundle does its role's work only */
     dp_synth *ri, *rr;
