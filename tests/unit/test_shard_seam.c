@@ -737,6 +737,18 @@ static void test_refusals(void)
 
 /* --- role snapshots: refused when mixed, cut or moved ---------------------- */
 
+/* 30 entities report step t: value 1 for every third. */
+static void report_panel(dp_synth *s, uint64_t t)
+{
+    char id[16];
+    dp_reject_reason why;
+    for (unsigned i = 0; i < 30; i++) {
+        snprintf(id, sizeof id, "p%u", i);
+        CU_ASSERT_EQUAL(tk_report(s, t, id, (i + t) % 3 == 0, &why), DP_OK);
+        CU_ASSERT_EQUAL(why, DP_REJECT_NONE);
+    }
+}
+
 static int restore_as(dp_synth_role role, const dp_synth_env *env, const json_t *cfg, const dp_buf *b, size_t len,
                       char *err, size_t errsz)
 {
@@ -756,7 +768,7 @@ static void test_role_refusals(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
     dp_synth_env env = {&key, STREAM, sizeof STREAM - 1}, other = {&key, "panel2", 6},
                  rekeyed = {&other_key, STREAM, sizeof STREAM - 1};
-    char err[512], id[24];
+    char err[512];
     dp_synth *in, *rel, *whole;
     CU_ASSERT_EQUAL_FATAL(dp_synth_create(&in, "window", cfg, &env, err, sizeof err), DP_OK);
     CU_ASSERT_EQUAL_FATAL(dp_synth_create(&rel, "window", cfg, &env, err, sizeof err), DP_OK);
@@ -765,13 +777,9 @@ static void test_role_refusals(void)
     tk_sink_init(&a);
     dp_release_sink sa = tk_sink_of(&a);
     dp_stats st[3];
-    dp_reject_reason why;
     for (int t = 1; t <= 2; t++) {
         dp_stats_init(&st[t], 1);
-        for (int i = 0; i < 40; i++) {
-            snprintf(id, sizeof id, "e%d", i);
-            tk_report(in, (uint64_t)t, id, (i * t) % 2, &why);
-        }
+        report_panel(in, (uint64_t)t);
         CU_ASSERT_EQUAL_FATAL(dp_synth_close_ingest(in, &st[t], err, sizeof err), DP_OK);
     }
     CU_ASSERT_EQUAL_FATAL(dp_synth_release_stats(rel, &st[1], &sa, err, sizeof err), DP_OK);
