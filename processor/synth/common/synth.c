@@ -12,8 +12,9 @@
  * sharded stream (docs/kafka.md §10; tests/unit/test_shard_seam.c).
  *
  * Owns: the bundle (both halves, open step, statistics buffer, config
- * text).  Calls: the synthesizers' ops, stats, plan (the exhaustion rule),
- * accountant (key fingerprint), numfmt. */
+ * text, stream id, role) and the per-role snapshots' layout
+ * (docs/kafka.md §10).  Calls: the synthesizers' ops, stats, plan (the
+ * exhaustion rule), accountant (key fingerprint), numfmt. */
 #include "synth/common/synth.h"
 
 #include "core/dp_error.h"
@@ -321,8 +322,9 @@ static int release(dp_synth *s, uint64_t step, const dp_stats *st, const dp_rele
     return rc;
 }
 
-/* A bundle restored for one role does only that role's work (docs/kafka.md
- * §10): `want` is the role the call needs (ALL: the combined close). */
+/* A bundle restored for one role does only that role's work
+ * (docs/kafka.md §10): `want` is the role the call needs (ALL: the
+ * combined close). */
 static int role_refusal(const dp_synth *s, dp_synth_role want, char *errstr, size_t errstr_size)
 {
     static const char *const WHAT[] = {"combined", "ingest", "release"};
