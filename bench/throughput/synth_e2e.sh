@@ -12,7 +12,10 @@
 #              the latency phase; every step M updates and its CLOSE_STEP
 #              marker, produced before the processor starts (one partition);
 #   offline  — `dpstream replay` of the same T steps (JSON parsing and the
-#              JSON output included): updates/s and peak RSS;
+#              JSON output included): updates/s and peak RSS; and the
+#              synthesizer alone (bench_throughput_synth: the same lines
+#              parsed before the clock, then the step gate's offers and
+#              closes — issue 41's "own ingest rate measured offline");
 #   e2e      — `dpstream run` from an empty state topic: steady updates/s
 #              over steps 2..T ((T-1)(M+1) messages between the json log's
 #              step_released events of steps 1 and T; each is logged after
@@ -102,7 +105,11 @@ r0=$(date +%s%N)
     --out "$WORK/replay" --key-hex "$KEY" > /dev/null
 replay_s=$(echo "($(date +%s%N) - $r0) / 10^9" | bc -l)
 replay_rss=$(($(tail -1 "$WORK/replay.rss") / 1024))
-rm -rf "$WORK/replay" "$WORK/tp.jsonl"
+rm -rf "$WORK/replay"
+# --- offline: the synthesizer alone (bench_throughput_synth: parsed before the clock) ---
+ingest_rate=$("$(dirname "$BIN")/bench_throughput_synth" --config "$WORK/config.json" --input "$WORK/tp.jsonl" \
+    --repeat 1 | sed -n 's/.* \([0-9]*\) upd\/s with the closes.*/\1/p')
+rm -f "$WORK/tp.jsonl"
 
 kb() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 released() { grep -c "\"event\":\"step_released\".*\"step\":$2[,}]" "$1" || true; }
@@ -197,8 +204,9 @@ kill -TERM "$PID"
 wait "$PID" || true
 PID=
 
-printf 'RESULT synth_e2e %s: M=%d updates/step, T=%d (+%d latency steps); e2e %d upd/s steady (steps 2..T), %d from restore_done; copy %d msg/s (e2e/copy %.3f); offline replay %.0f upd/s (%.2f s, peak RSS %d MB; e2e/replay %.3f); latency marker->committed release p50 %d ms, max %d ms (%s; settle %d ms); state %.3f MB per steady step; run peak RSS %d MB; kill -9 -> restored %.2f s (restore_start->restore_done %d ms), peak RSS %d MB; dead letters %s; load %s -> %s\n' \
+printf 'RESULT synth_e2e %s: M=%d updates/step, T=%d (+%d latency steps); e2e %d upd/s steady (steps 2..T), %d from restore_done; copy %d msg/s (e2e/copy %.3f); offline replay %.0f upd/s (%.2f s, peak RSS %d MB; e2e/replay %.3f); offline synthesizer alone %d upd/s (e2e/ingest %.3f); latency marker->committed release p50 %d ms, max %d ms (%s; settle %d ms); state %.3f MB per steady step; run peak RSS %d MB; kill -9 -> restored %.2f s (restore_start->restore_done %d ms), peak RSS %d MB; dead letters %s; load %s -> %s\n' \
     "$SYNTH" "$M" "$T" "$L" "$e2e_steady" "$e2e_total" "$copy_rate" "$(echo "$e2e_steady / $copy_rate" | bc -l)" \
     "$(echo "$M * $T / $replay_s" | bc -l)" "$replay_s" "$replay_rss" "$(echo "$e2e_steady * $replay_s / ($M * $T)" | bc -l)" \
+    "$ingest_rate" "$(echo "$e2e_steady / $ingest_rate" | bc -l)" \
     "$lat_p50" "$lat_max" "$lat_sorted" "$settle" "$(echo "$state_per_step / 10^6" | bc -l)" "$run_hwm" \
     "$restored_s" "$((r_b - r_a))" "$rst_hwm" "$dlq" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)"
