@@ -9,7 +9,7 @@ insert-only streams, PREFIX/…:
   randomized-bs50   all rows in a fixed pseudo-random order (random.Random(seed)), 50 a step
   randomized-bs200  the same order, 200 a step
 The domains are fixed by each recipe from the variables' meaning, never read from the data."""
-import csv, json, os, subprocess, sys
+import argparse, csv, json, os, subprocess, sys
 
 
 def export_plm(dataset, out_csv):
@@ -59,3 +59,17 @@ def write_table(out, prefix, domain, enc, seed):
     json.dump([{"name": n, "categories": c} for n, c in domain], open(os.path.join(out, "attributes.json"), "w"),
               indent=1)
     print(f"marginal_table: {len(enc)} rows, {len(domain)} attributes -> {out}/table.csv")
+
+
+def main(name, export, encode_rows, domain, seed=39):
+    """The recipes' command line: --out DIR [--NAME NAME.csv]; without --NAME, export(DIR/NAME.csv) first.
+    encode_rows(list of CSV dicts) -> [(row id, period, category indices)]; streams NAME/…"""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--" + name)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    src = getattr(a, name) or os.path.join(a.out, name + ".csv")
+    if not getattr(a, name):
+        export(src)
+    write_table(a.out, name, domain, encode_rows(list(csv.DictReader(open(src)))), seed)

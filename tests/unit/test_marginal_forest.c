@@ -124,6 +124,22 @@ static const dp_forest *forest_of(const run_state *s)
     return ((const marginal_release *)s->r.rel)->forest;
 }
 
+/* b runs forest_edges 0: a released the same rows as b, bit for bit, with no edge and the same N̂. */
+static int same_as_no_edges(const run_state *a, const run_state *b)
+{
+    return a->n == b->n && memcmp(a->rows, b->rows, a->n * D * sizeof *a->rows) == 0 && forest_of(a)->n_edges == 0 &&
+           forest_of(a)->N == forest_of(b)->N;
+}
+
+static void close_pair(run_state *a, run_state *b, json_t *ja, json_t *jb)
+{
+    run_close(a);
+    run_close(b);
+    json_decref(ja);
+    if (jb != ja)
+        json_decref(jb);
+}
+
 static int in_rounding(uint64_t got, double want)
 {
     return (double)got >= floor(want - 1e-9) && (double)got <= ceil(want + 1e-9);
@@ -346,16 +362,12 @@ static void test_small_input_is_the_one_way_model(void)
         run_step(&b, (uint64_t)t, 20, 0);
         const dp_ledger *l = a.r.ops->release_ledger(a.r.rel);
         share |= forest_of(&a)->sel_units != 0 || l->n_entries != D || l->units_total != (uint64_t)D << 20;
-        same &= a.n == b.n && memcmp(a.rows, b.rows, a.n * D * sizeof *a.rows) == 0;   /* the rows, bit for bit */
-        same &= forest_of(&a)->n_edges == 0 && forest_of(&a)->N == forest_of(&b)->N;
+        same &= same_as_no_edges(&a, &b);
     }
     CU_ASSERT(a.n > 0);
     CU_ASSERT_FALSE(share);
     CU_ASSERT(same);
-    run_close(&a);
-    run_close(&b);
-    json_decref(j);
-    json_decref(j0);
+    close_pair(&a, &b, j, j0);
 }
 
 /* The cap's rule, restated: the candidates of the selection at s (N̂ of step s − 1) are the pairs of at most
@@ -401,9 +413,7 @@ static void test_candidates_are_public(void)
     CU_ASSERT(binding);   /* the cap excluded some pairs and kept others at some selection */
     CU_ASSERT(rule);
     CU_ASSERT(same);
-    run_close(&a);
-    run_close(&b);
-    json_decref(j);
+    close_pair(&a, &b, j, j);
 }
 
 /* forest_edges 1 and share 0.5 let a 12-row step pass the EM's resolution (the rule without the cap, restated)
@@ -431,18 +441,14 @@ static void test_cap_excluding_every_pair_is_the_one_way_model(void)
         run_step(&b, (uint64_t)t, 12, 0);
         n_prev = forest_of(&a)->N;
         share |= forest_of(&a)->sel_units != 0;
-        same &= a.n == b.n && memcmp(a.rows, b.rows, a.n * D * sizeof *a.rows) == 0;   /* the rows, bit for bit */
-        same &= forest_of(&a)->n_edges == 0 && forest_of(&a)->N == forest_of(&b)->N;
+        same &= same_as_no_edges(&a, &b);
     }
     CU_ASSERT(uncapped_feeds);   /* without the cap the share would have been booked */
     CU_ASSERT(capped_out);
     CU_ASSERT(a.n > 0);
     CU_ASSERT_FALSE(share);
     CU_ASSERT(same);
-    run_close(&a);
-    run_close(&b);
-    json_decref(j);
-    json_decref(j0);
+    close_pair(&a, &b, j, j0);
 }
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)

@@ -15,11 +15,11 @@ The domain is fixed in this file, not read from the data: school 3-16 years, exp
 log hourly wage in 9 bins at fixed edges, residence with a "missing" category (1 245 rows have none).
 The privacy unit the benchmark uses is a row (one man-year), as for Adult; protecting each man's whole
 history would need max_rows_per_user = 8 (group privacy over his 8 rows)."""
-import argparse, csv, os, subprocess, sys
+import os, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from marginal_table import bin_of, encode_categories, write_table  # noqa: E402  (connectors/recipes/)
+from marginal_table import bin_of, encode_categories, main  # noqa: E402  (connectors/recipes/)
 
 WAGE_EDGES = [0.0, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]          # log hourly wage: 9 bins
 DOMAIN = [
@@ -41,23 +41,11 @@ DOMAIN = [
 ]
 
 
-def encode(row):
-    return encode_categories(row, DOMAIN, {"wage": lambda x: bin_of(x, WAGE_EDGES)})
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--males")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    males = a.males or os.path.join(a.out, "males.csv")
-    if not a.males:
-        subprocess.run(["Rscript", os.path.join(HERE, "export_males.R"), males], check=True)
-    rows = list(csv.DictReader(open(males)))
-    enc = [(f"m{r['nr']}-{r['year']}", int(r["year"]) - 1979, encode(r)) for r in rows]
-    write_table(a.out, "males", DOMAIN, enc, 39)
+def encode_rows(rows):
+    wage = {"wage": lambda x: bin_of(x, WAGE_EDGES)}
+    return [(f"m{r['nr']}-{r['year']}", int(r["year"]) - 1979, encode_categories(r, DOMAIN, wage)) for r in rows]
 
 
 if __name__ == "__main__":
-    main()
+    main("males", lambda out: subprocess.run(["Rscript", os.path.join(HERE, "export_males.R"), out], check=True),
+         encode_rows, DOMAIN)

@@ -20,11 +20,11 @@ of 595; wages/randomized-bs50, 84 steps; wages/randomized-bs200, 21 steps; order
   lwage    log wage: quarter-log steps from 6.0 to 7.5 (each ~28 % higher): <6, 6-6.25, ..., >=7.5
   bluecol, ind (manufacturing), south, smsa, married, sex, union, black: as given (2 categories each).
 The privacy unit the benchmark uses is a row (one person-year), as for Adult."""
-import argparse, csv, os, sys
+import os, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from marginal_table import bin_labels, bin_of, encode_categories, export_plm, write_table  # noqa: E402
+from marginal_table import bin_labels, bin_of, encode_categories, export_plm, main  # noqa: E402
 
 EXP_EDGES = [5, 10, 20, 30, 40]
 WKS_EDGES = [40, 48, 52]
@@ -49,22 +49,12 @@ BINNED = {"exp": lambda x: bin_of(x, EXP_EDGES), "wks": lambda x: bin_of(x, WKS_
           "ed": lambda x: bin_of(x, ED_EDGES), "lwage": lambda x: bin_of(x, LWAGE_EDGES)}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--wages")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    wages = a.wages or os.path.join(a.out, "wages.csv")
-    if not a.wages:
-        export_plm("Wages", wages)
-    rows = list(csv.DictReader(open(wages)))
+def encode_rows(rows):
     if len(rows) != 4165:
         sys.exit(f"make_marginal_table: {len(rows)} rows, expected 595 x 7 = 4165")
-    enc = [(f"w{i // 7 + 1}-{1976 + i % 7}", i % 7 + 1, encode_categories(r, DOMAIN, BINNED))
-           for i, r in enumerate(rows)]
-    write_table(a.out, "wages", DOMAIN, enc, 39)
+    return [(f"w{i // 7 + 1}-{1976 + i % 7}", i % 7 + 1, encode_categories(r, DOMAIN, BINNED))
+            for i, r in enumerate(rows)]
 
 
 if __name__ == "__main__":
-    main()
+    main("wages", lambda out: export_plm("Wages", out), encode_rows, DOMAIN)
