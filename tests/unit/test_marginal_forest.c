@@ -21,6 +21,17 @@
  *     rows of forest_edges 0 — `independent`'s model, d 1-way counters at
  *     ε/d — bit for bit, step for step (the budget event names the
  *     configured mechanism; booking the share anyway, as before, fails it);
+ *   - the candidate cap (dp_forest_cell_cap) is public: each selection's
+ *     candidates are exactly the pairs under the cap computed from N̂ of
+ *     step s_e − 1, the step and the config (the rule, restated), and a
+ *     different table (60 rows a step against 40, one more at step 3) whose
+ *     N̂ is set to the first's gets the same candidates; the cap binds (1 and
+ *     5 of 6 pairs at steps 4 and 8). Computing the cap from the exact D⁺
+ *     total instead fails it (checked);
+ *   - a cap that excludes every pair (12 rows a step, ε = 0.5, forest_edges
+ *     1, share 0.5: the EM's resolution alone would book the share at s_e =
+ *     4) books nothing and releases forest_edges 0's rows bit for bit;
+ *     counting the uncapped candidates in dp_forest_feeds fails it (checked);
  *   - the selection reads only the previous epoch's rows: one row more at
  *     step τ = 4 (epoch 2) leaves the releases of steps 1–3, the edges of
  *     steps 1–7 (none at steps 2–3: epoch 0 feeds no selection) and the
@@ -65,6 +76,7 @@ typedef struct run_state {
     mk_run   r;
     int32_t *rows;   /* the last release's rows */
     uint64_t n, cap;
+    dp_key   key;    /* the release keeps a pointer to its key: it lives as long as the run */
 } run_state;
 
 static void on_row(void *ctx, const dp_synth_record *r)
@@ -80,7 +92,8 @@ static void on_row(void *ctx, const dp_synth_record *r)
 static void run_open(run_state *s, const json_t *j, const dp_key *key)
 {
     memset(s, 0, sizeof *s);
-    mk_open(&s->r, j, key, D, make_row);
+    s->key = *key;
+    mk_open(&s->r, j, &s->key, D, make_row);
     s->r.sink.on_record = on_row;
     s->r.sink.hook_ctx = s;
 }
@@ -109,6 +122,22 @@ static void open_pair(run_state *a, run_state *b, const json_t *ja, const json_t
 static const dp_forest *forest_of(const run_state *s)
 {
     return ((const marginal_release *)s->r.rel)->forest;
+}
+
+/* b runs forest_edges 0: a released the same rows as b, bit for bit, with no edge and the same N̂. */
+static int same_as_no_edges(const run_state *a, const run_state *b)
+{
+    return a->n == b->n && memcmp(a->rows, b->rows, a->n * D * sizeof *a->rows) == 0 && forest_of(a)->n_edges == 0 &&
+           forest_of(a)->N == forest_of(b)->N;
+}
+
+static void close_pair(run_state *a, run_state *b, json_t *ja, json_t *jb)
+{
+    run_close(a);
+    run_close(b);
+    json_decref(ja);
+    if (jb != ja)
+        json_decref(jb);
 }
 
 static int in_rounding(uint64_t got, double want)
@@ -333,16 +362,93 @@ static void test_small_input_is_the_one_way_model(void)
         run_step(&b, (uint64_t)t, 20, 0);
         const dp_ledger *l = a.r.ops->release_ledger(a.r.rel);
         share |= forest_of(&a)->sel_units != 0 || l->n_entries != D || l->units_total != (uint64_t)D << 20;
-        same &= a.n == b.n && memcmp(a.rows, b.rows, a.n * D * sizeof *a.rows) == 0;   /* the rows, bit for bit */
-        same &= forest_of(&a)->n_edges == 0 && forest_of(&a)->N == forest_of(&b)->N;
+        same &= same_as_no_edges(&a, &b);
     }
     CU_ASSERT(a.n > 0);
     CU_ASSERT_FALSE(share);
     CU_ASSERT(same);
-    run_close(&a);
-    run_close(&b);
-    json_decref(j);
-    json_decref(j0);
+    close_pair(&a, &b, j, j0);
+}
+
+/* The cap's rule, restated: the candidates of the selection at s (N̂ of step s − 1) are the pairs of at most
+ * dp_forest_cell_cap cells; the selection's list must be exactly them, in workload order. */
+static int cands_are_the_rule(const run_state *s, uint64_t step, double n_hat)
+{
+    const marginal_release *m = (const marginal_release *)s->r.rel;
+    uint64_t cap = 0;
+    CU_ASSERT_EQUAL_FATAL(dp_forest_cell_cap(m, n_hat, step - 1, step, &cap, NULL, 0), DP_OK);
+    uint32_t n = 0, ok = 1;
+    for (size_t i = 0; i < m->cfg.n_workloads; i++)
+        if (m->forest->cand[i] && m->cfg.workloads[i].cells <= cap)
+            ok &= n < m->forest->n_cand && m->cand[n++] == i;
+    return ok && n == m->forest->n_cand;
+}
+
+static void test_candidates_are_public(void)
+{
+    const int T = 16;
+    json_t *j = cfg_of(T, "epsilon", 0.4, ", \"forest_edges\": 2, \"forest_select_share\": 0.5");
+    run_state a, b;
+    open_pair(&a, &b, j, j, 4);
+    int checked = 0, binding = 0, rule = 1, same = 1;
+    for (int t = 1; t <= T; t++) {
+        int sel = t > 2 && (t & (t - 1)) == 0 && forest_of(&a)->sel_units > 0;
+        double n_a = forest_of(&a)->N;
+        /* b: half as many rows again, a different table; its noisy total set to a's before the selection */
+        if (sel)
+            ((dp_forest *)forest_of(&b))->N = n_a;
+        run_step(&a, (uint64_t)t, 40, 0);
+        run_step(&b, (uint64_t)t, 60, t == 3);
+        if (!sel)
+            continue;
+        const marginal_release *ma = (const marginal_release *)a.r.rel, *mb = (const marginal_release *)b.r.rel;
+        checked++;
+        binding |= ma->forest->n_cand > 0 && ma->forest->n_cand < 6;
+        rule &= cands_are_the_rule(&a, (uint64_t)t, n_a) && cands_are_the_rule(&b, (uint64_t)t, n_a);
+        same &= ma->forest->n_cand == mb->forest->n_cand &&
+                memcmp(ma->cand, mb->cand, ma->forest->n_cand * sizeof *ma->cand) == 0;
+        printf("\n    step %d: N̂ %.0f, %u of 6 pairs are candidates", t, n_a, ma->forest->n_cand);
+    }
+    CU_ASSERT(checked >= 2);
+    CU_ASSERT(binding);   /* the cap excluded some pairs and kept others at some selection */
+    CU_ASSERT(rule);
+    CU_ASSERT(same);
+    close_pair(&a, &b, j, j);
+}
+
+/* forest_edges 1 and share 0.5 let a 12-row step pass the EM's resolution (the rule without the cap, restated)
+ * while no pair's mean cell would hold one counter sd: the cap leaves no candidate, so no share is booked. */
+static void test_cap_excluding_every_pair_is_the_one_way_model(void)
+{
+    const int T = 15;
+    json_t *j = cfg_of(T, "epsilon", 0.5, ", \"forest_edges\": 1, \"forest_select_share\": 0.5"),
+           *j0 = cfg_of(T, "epsilon", 0.5, ", \"forest_edges\": 0");
+    run_state a, b;
+    open_pair(&a, &b, j, j0, 5);
+    int same = 1, share = 0, uncapped_feeds = 0, capped_out = 1;
+    double n_prev = 0;
+    for (int t = 1; t <= T; t++) {
+        if ((t & (t - 1)) == 0 && t > 1 && 2 * t <= T) {   /* an epoch starts: the rules at s_e = t */
+            const marginal_release *m = (const marginal_release *)a.r.rel;
+            uint64_t sel = (uint64_t)llround(D * (double)(1u << 20)), cap = 0;   /* s/(1 − s)·m·2^20, m = d */
+            double eps = dp_forest_pick_epsilon(&m->cfg, sel, ((uint64_t)D << 20) + sel);
+            uncapped_feeds |= 2 * n_prev / (t - 1) * t >= 8 / eps * log(6.0);
+            CU_ASSERT_EQUAL_FATAL(dp_forest_cell_cap(m, n_prev, (uint64_t)t - 1, 2 * (uint64_t)t, &cap, NULL, 0),
+                                  DP_OK);
+            capped_out &= cap < 4;   /* the smallest pair, (b, e), has 4 cells */
+        }
+        run_step(&a, (uint64_t)t, 12, 0);
+        run_step(&b, (uint64_t)t, 12, 0);
+        n_prev = forest_of(&a)->N;
+        share |= forest_of(&a)->sel_units != 0;
+        same &= same_as_no_edges(&a, &b);
+    }
+    CU_ASSERT(uncapped_feeds);   /* without the cap the share would have been booked */
+    CU_ASSERT(capped_out);
+    CU_ASSERT(a.n > 0);
+    CU_ASSERT_FALSE(share);
+    CU_ASSERT(same);
+    close_pair(&a, &b, j, j0);
 }
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
@@ -433,6 +539,11 @@ int main(void)
          test_selection_reads_only_the_previous_epoch},
         {"forest: a small input books no selection share and releases forest_edges 0's rows (the 1-way model)",
          test_small_input_is_the_one_way_model},
+        {"forest: the candidates are the pairs under the cap from N̂, the step and the config only: a different "
+         "table with the same noisy total gets the same candidates",
+         test_candidates_are_public},
+        {"forest: a cap that excludes every pair books no share and releases forest_edges 0's rows bit for bit",
+         test_cap_excluding_every_pair_is_the_one_way_model},
         {"forest: a restore mid-epoch or at an epoch's end continues byte-identically; the key matters",
          test_restore_mid_epoch_is_byte_identical},
         {"forest: config defaults 8 / 100 / 0.1, bounds, refusals, keys only with method forest", test_config},

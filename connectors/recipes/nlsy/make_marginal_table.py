@@ -15,9 +15,12 @@ The domain is fixed in this file, not read from the data: school 3-16 years, exp
 log hourly wage in 9 bins at fixed edges, residence with a "missing" category (1 245 rows have none).
 The privacy unit the benchmark uses is a row (one man-year), as for Adult; protecting each man's whole
 history would need max_rows_per_user = 8 (group privacy over his 8 rows)."""
-import argparse, csv, json, os, random, subprocess, sys
+import os, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from marginal_table import bin_of, encode_categories, main  # noqa: E402  (connectors/recipes/)
+
 WAGE_EDGES = [0.0, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5]          # log hourly wage: 9 bins
 DOMAIN = [
     ("school", [str(v) for v in range(3, 17)]),
@@ -38,49 +41,11 @@ DOMAIN = [
 ]
 
 
-def wage_bin(x):
-    v = float(x)
-    return sum(1 for e in WAGE_EDGES if v >= e)
-
-
-def encode(row):
-    out = []
-    for name, cats in DOMAIN:
-        if name == "wage":
-            out.append(wage_bin(row[name]))
-            continue
-        v = row[name] if row[name] != "" else "missing"
-        if v not in cats:
-            sys.exit(f"make_marginal_table: {name} = {v!r} is outside the fixed domain")
-        out.append(cats.index(v))
-    return out
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--males")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    males = a.males or os.path.join(a.out, "males.csv")
-    if not a.males:
-        subprocess.run(["Rscript", os.path.join(HERE, "export_males.R"), males], check=True)
-    rows = list(csv.DictReader(open(males)))
-    enc = [(f"m{r['nr']}-{r['year']}", int(r["year"]) - 1979, encode(r)) for r in rows]
-    shuffled = list(enc)
-    random.Random(39).shuffle(shuffled)
-    with open(os.path.join(a.out, "table.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["stream", "step", "id"] + [n for n, _ in DOMAIN])
-        for rid, year, vals in sorted(enc, key=lambda e: (e[1], e[0])):
-            w.writerow(["males/by-year", year, rid] + vals)
-        for bs in (50, 200):
-            for i, (rid, _, vals) in enumerate(shuffled):
-                w.writerow([f"males/randomized-bs{bs}", i // bs + 1, rid] + vals)
-    json.dump([{"name": n, "categories": c} for n, c in DOMAIN], open(os.path.join(a.out, "attributes.json"), "w"),
-              indent=1)
-    print(f"make_marginal_table: {len(enc)} rows, {len(DOMAIN)} attributes -> {a.out}/table.csv")
+def encode_rows(rows):
+    wage = {"wage": lambda x: bin_of(x, WAGE_EDGES)}
+    return [(f"m{r['nr']}-{r['year']}", int(r["year"]) - 1979, encode_categories(r, DOMAIN, wage)) for r in rows]
 
 
 if __name__ == "__main__":
-    main()
+    main("males", lambda out: subprocess.run(["Rscript", os.path.join(HERE, "export_males.R"), out], check=True),
+         encode_rows, DOMAIN)

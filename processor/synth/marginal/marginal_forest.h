@@ -19,6 +19,10 @@
 /* The largest dependence any pair can have, δ* = sup Σ|p_xy − p_x·p_y| <= Σp_xy + Σp_x·p_y = 2 (a score
  * per row): dp_forest_feeds, marginal_forest_select.c; docs/privacy.md §5. */
 #define FOREST_MAX_DEP 2.0
+/* The cap on a candidate edge's cells: its mean cell at the end of the edge's epoch must hold at least
+ * FOREST_MIN_SNR counter sds (a cell resolved at one sd): dp_forest_cell_cap, marginal_forest_select.c,
+ * derives it; docs/privacy.md §5. */
+#define FOREST_MIN_SNR 1.0
 
 /* One kept marginal of the epoch: an edge (a < b, workload w) or the 1-way
  * marginal of a (b = w = FOREST_NONE); its cells at off in the epoch arrays. */
@@ -43,7 +47,8 @@ typedef struct dp_forest {
     double      *base;             /* base_A */
     double      *est;              /* Â(t) = base_A + C_A(t) */
     int64_t     *dacc;             /* D⁺: candidates' positive parts of each step's change, summed over the epoch */
-    uint8_t     *cand;             /* per workload: a candidate edge */
+    uint8_t     *cand;             /* per workload: a candidate edge (2-way, <= forest_pair_cells) */
+    uint32_t     n_cand;           /* the last selection's candidates (m->cand[0..n_cand)), after the cap */
     /* the model of the last release (post-processing of est) */
     double       N;                /* N̂ */
     double      *node;             /* one_off layout: node marginals, total N̂ */
@@ -66,6 +71,13 @@ int dp_forest_select(marginal_release *m, uint64_t step, uint32_t *edge_w, uint3
 /* Whether epoch e's rows (steps [s_e, 2·s_e)) will feed a selection at 2·s_e, decided at s_e from public
  * quantities only (the configuration, the step, m_e and N̂ of step s_e − 1: post-processing). */
 int dp_forest_feeds(const marginal_release *m, uint32_t e, uint64_t sel_units);
+/* The largest pair (cells) that may be a candidate of the selection at step s (its edges kept in [s, 2s)):
+ * min(forest_pair_cells, floor(N_end/(FOREST_MIN_SNR·σ))), N_end = n_hat/done·min(2s − 1, T) the rows at
+ * that epoch's end at the rate of the noisy total n_hat released after `done` steps, σ the sd of one cell of
+ * that epoch's counters (at budget (1 − s')·budget/d).  Public: the configuration, the step and a noisy
+ * total only — no table enters. */
+int dp_forest_cell_cap(const marginal_release *m, double n_hat, uint64_t done, uint64_t s, uint64_t *cap,
+                       char *errstr, size_t errstr_size);
 /* ε of one pick, from the selection's per-step share of a ledger of `units` units (pure or zCDP). */
 double dp_forest_pick_epsilon(const dp_marginal_config *c, uint64_t sel_units, uint64_t units);
 

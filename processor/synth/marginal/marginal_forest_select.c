@@ -1,7 +1,7 @@
 /* marginal_forest_select.c — method forest's private edge selection at the
  * start s_e of epoch e ≥ 1 (docs/privacy.md §5).  Owns the score and the
  * Kruskal-style picks; calls core/exp_mech (the exact exponential
- * mechanism), core/counter (a probe for the penalty's σ) and the DRBG;
+ * mechanism), core/counter (a probe for σ_e: the penalty and the cap) and the DRBG;
  * marginal_forest.c calls it.
  *
  * It reads ONLY epoch e − 1's rows (steps [s_{e−1}, s_e)): D⁺_ij, the sum
@@ -42,6 +42,26 @@
  * ε = 1, key 0: AvgWE 0.0032, against 0.0022 with this self-normalised
  * score at 4× the sensitivity (ordered: 0.0026 / 0.0021; bench/RESULTS.md).)
  *
+ * The cap on a candidate's cells (issue 39; dp_forest_cell_cap).  An edge kept in epoch e replaces the
+ * independence product on its |W| cells by its own counters' cells.  At the epoch's end the table holds
+ * N_end rows, so the pair's mean cell holds N_end/|W| rows (the signal), and each cell carries the noise
+ * of an epoch-e counter at its horizon, sd σ_e (the penalty's σ_e: budget (1 − s)·ε/d a counter, the
+ * configured counter kind, the epoch's length).  The rows follow the edge's conditionals
+ * P(child | parent = v), ratios of its cells; where σ_e exceeds the mean cell the projection onto x >= 0
+ * zeroes about half the cells and the conditionals are noise at the scale of the cells: the edge cannot
+ * carry the pair's structure, and picking it only adds noise.  So a pair is a candidate only if
+ *
+ *     N_end/|W| >= c·σ_e,   c = FOREST_MIN_SNR = 1 (the mean cell resolved at one sd),
+ *
+ * |W| <= min(forest_pair_cells, N_end/σ_e), N_end = N̂/(s_e − 1)·min(2s_e − 1, T): N̂ the fitted total
+ * of step s_e − 1 (dp_forest_feeds's public quantity) at its rate, projected to the epoch's last step.
+ * In rows of the previous epoch's change (N_D ≈ N_end/λ, λ = 4 as in the penalty) that is κ = σ_e/4 rows
+ * a cell — a formula of ε, the counter and the epoch's length, not a constant.  For scale: the utility
+ * marks a pair a sure loser on any data (Score <= δ*·N_D) when N_end/|W| < √(2/π)·σ_e/δ* ≈ 0.4·σ_e; at
+ * c = 1 a pair at the cap would need a dependence Σ|p_xy − p_x·p_y| of √(2/π) ≈ 0.8 (of at most 2) just to
+ * pay for its noise.  dp_forest_feeds counts the candidates under the same cap (the same N̂, for the
+ * selection at 2·s_e): none left, no share booked — a cap excluding every pair is forest_edges 0's model.
+ *
  * Up to k = forest_edges picks, one at a time, each by dp_exp_mech among
  * the candidates left and the stop (a candidate that would close a cycle is
  * removed: the result is a forest; the stop ends the picks), each at ε_pick = s'·ε/k (pure: k picks compose to
@@ -52,7 +72,7 @@
  *
  * Whether a selection is worth its share (dp_forest_feeds, decided at s_e
  * for the selection at s_{e+1} = 2·s_e that would read epoch e's rows).
- * The exact EM among the n candidates and the stop picks an edge of
+ * The exact EM among the n candidates (under the cap above) and the stop picks an edge of
  * utility u over n others of utility <= 0 with probability >= 1/2 iff
  * ε_pick·u/(2ΔU) >= ln n: its resolution is (2ΔU/ε_pick)·ln n rows, ΔU =
  * 4g rows.  No pair scores more than δ*·N_e on N_e rows, δ* = 2
@@ -95,11 +115,14 @@ int dp_forest_feeds(const marginal_release *m, uint32_t e, uint64_t sel_units)
 {
     const dp_marginal_config *c = &m->cfg;
     const dp_forest *f = m->forest;
-    uint64_t s_e = (uint64_t)1 << e, n = 0;
+    uint64_t s_e = (uint64_t)1 << e, n = 0, cap = 0;
     if (c->forest_edges == 0 || sel_units == 0 || e == 0 || 2 * s_e > c->horizon)
         return 0;
+    /* the candidates of the selection at 2·s_e: the cap from the same N̂ (a failed probe: none) */
+    if (dp_forest_cell_cap(m, f->N, s_e - 1, 2 * s_e, &cap, NULL, 0) != DP_OK)
+        return 0;
     for (size_t i = 0; i < c->n_workloads; i++)
-        n += f->cand[i];
+        n += f->cand[i] && c->workloads[i].cells <= cap;
     double eps = dp_forest_pick_epsilon(c, sel_units, ((uint64_t)f->n_kept << UNIT_BITS) + sel_units);
     double rows = f->N > 0 ? f->N / (double)(s_e - 1) * (double)s_e : 0;
     return n > 0 && rows * FOREST_MAX_DEP >= 2 * 4 * m->group / eps * log((double)n);
@@ -134,15 +157,14 @@ static int64_t grid_score(const marginal_release *m, size_t i, double pen, doubl
     return s >= 0x1.0p61 ? (int64_t)1 << 61 : s <= -0x1.0p61 ? -((int64_t)1 << 61) : (int64_t)s;
 }
 
-/* The public per-cell penalty: the expected |noise| of a kept cell at the end of epoch e, √(2/π)·σ_e
- * (σ_e: a counter of epoch e at its horizon, at the budget of m = d kept marginals: an upper bound),
- * over λ = 4, the ratio of the rows at epoch e's end to epoch e − 1's at a constant rate. */
-static int penalty(const marginal_release *m, uint64_t step, double *pen, char *errstr, size_t errstr_size)
+/* σ of one cell of a counter of the epoch starting at s (its length s, capped at the steps left), at the
+ * budget of m = d kept marginals: an upper bound (m_e <= d).  Public: the configuration and s. */
+static int counter_sd(const marginal_release *m, uint64_t s, double *sd, char *errstr, size_t errstr_size)
 {
     const dp_marginal_config *c = &m->cfg;
-    double g = m->group, s = c->forest_select_share, v = (1 - s) * c->budget / c->n_attrs;
-    uint64_t left = c->horizon - step + 1;
-    dp_counter_config cc = {.kind = c->counter_kind, .horizon = step < left ? step : left, .block = c->counter_block,
+    double g = m->group, v = (1 - c->forest_select_share) * c->budget / c->n_attrs;
+    uint64_t left = c->horizon >= s ? c->horizon - s + 1 : 1;
+    dp_counter_config cc = {.kind = c->counter_kind, .horizon = s < left ? s : left, .block = c->counter_block,
                             .buffers = c->counter_buffers, .neighbor_entries = 1, .max_abs_change = 1,
                             .budget = c->model == DP_PRIVACY_PURE ? (dp_privacy){DP_PRIVACY_PURE, v / g}
                                                                   : (dp_privacy){DP_PRIVACY_ZCDP, v / (g * g)}};
@@ -151,9 +173,22 @@ static int penalty(const marginal_release *m, uint64_t step, double *pen, char *
     int rc = dp_counter_create(&probe, &cc, &ns, errstr, errstr_size);
     if (rc != DP_OK)
         return rc;
-    *pen = sqrt(2 / M_PI) * sqrt(dp_counter_variance(probe, cc.horizon)) / 4;
+    *sd = sqrt(dp_counter_variance(probe, cc.horizon));
     dp_counter_destroy(probe);
     return DP_OK;
+}
+
+int dp_forest_cell_cap(const marginal_release *m, double n_hat, uint64_t done, uint64_t s, uint64_t *cap,
+                       char *errstr, size_t errstr_size)
+{
+    const dp_marginal_config *c = &m->cfg;
+    double sd = 0;
+    int rc = counter_sd(m, s, &sd, errstr, errstr_size);
+    uint64_t end = 2 * s - 1 < c->horizon ? 2 * s - 1 : c->horizon;
+    double rows = n_hat > 0 && done > 0 ? n_hat / (double)done * (double)end : 0;
+    double cells = sd > 0 ? floor(rows / (FOREST_MIN_SNR * sd)) : (double)c->forest_pair_cells;
+    *cap = cells >= (double)c->forest_pair_cells ? c->forest_pair_cells : (uint64_t)cells;
+    return rc;
 }
 
 int dp_forest_select(marginal_release *m, uint64_t step, uint32_t *edge_w, uint32_t *n_edges, char *errstr,
@@ -169,13 +204,18 @@ int dp_forest_select(marginal_release *m, uint64_t step, uint32_t *edge_w, uint3
         return dp_err(errstr, errstr_size, DP_ENOMEM, NAME ": out of memory");
     }
     double pen = 0;
-    int rc = penalty(m, step, &pen, errstr, errstr_size);
+    uint64_t cap = 0;
+    int rc = counter_sd(m, step, &pen, errstr, errstr_size);
+    pen *= sqrt(2 / M_PI) / 4;   /* the per-cell penalty: E|noise| of a kept cell at epoch e's end, over λ = 4 */
+    if (rc == DP_OK)
+        rc = dp_forest_cell_cap(m, f->N, step - 1, step, &cap, errstr, errstr_size);   /* N̂ of step s_e − 1 */
     size_t n = 0;
     for (size_t i = 0; i < c->n_workloads && rc == DP_OK; i++)
-        if (f->cand[i]) {
+        if (f->cand[i] && c->workloads[i].cells <= cap) {
             m->cand[n] = (uint32_t)i;
             m->util[n++] = grid_score(m, i, pen, r, col);
         }
+    m->forest->n_cand = (uint32_t)n;
     free(r);
     free(col);
     /* the picks' ε: the share epoch e − 1's ledgers booked (its m, its units) */
