@@ -349,7 +349,7 @@ const dp_synth_ops dp_synth_ops_marginal = {
     .name = NAME,
     .example_config = "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},"
                       "{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],"
-                      "\"horizon\":6,\"epsilon\":1,\"selections_per_step\":2}",
+                      "\"horizon\":6,\"epsilon\":1}",
     .update_kind = DP_UPDATE_INSERT,
     .payload_kind = DP_PAYLOAD_ROW,
     .ingest_create = dp_marginal_ingest_create,
@@ -369,4 +369,5 @@ const dp_synth_ops dp_synth_ops_marginal = {
     .release_ledger = marginal_release_ledger,
     .release_next_step = marginal_next_step,
     .release_describe = marginal_release_describe,
+    .release_load_refusal = dp_marginal_release_load_refusal,
 };

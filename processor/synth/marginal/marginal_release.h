@@ -88,6 +88,7 @@ typedef struct marginal_release {
     dp_mmeasure         *est_ms;      /* scratch: the refit's measurements */
     dp_mmodel           *est_g;       /* the released model: g_t refitted (g_t itself stays Alg. 3's) */
     struct dp_forest    *forest;      /* method forest (marginal_forest.h) */
+    char                 load_refusal[384];   /* why the last load refused, if it can say (marginal_snapshot.c) */
 } marginal_release;
 
 /* The plan, the step and the rows, dispatched on the method (marginal_method.c): the budget split and the
@@ -160,5 +161,7 @@ void   dp_marginal_est_damp(const dp_marginal_config *c, uint64_t step, double t
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
 int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);
+/* Why the last dp_marginal_release_load refused, in words ("" if it cannot say more than DP_ECORRUPT). */
+const char *dp_marginal_release_load_refusal(const dp_release_half *rel);
 
 #endif
