@@ -165,10 +165,12 @@ static int one_way_sources(dp_marginal_config *c, char *errstr, size_t errstr_si
     return DP_OK;
 }
 
-/* The keys only methods select_measure_fit (Alg. 3) and mwem read: the selections, the fit and its model.
- * "estimate" and "drift_rows_per_step" are select_measure_fit's (parse_estimate says so under the others). */
+/* The keys only methods select_measure_fit (Alg. 3) and mwem read: the selections, the fit and its model (the
+ * first ALG3_MWEM_KEYS); then "drift_rows_per_step" and "estimate", select_measure_fit's alone (parse_estimate
+ * refuses them under the other methods with its own message). */
 static const char *const ALG3_KEYS[] = {"selections_per_step", "fit", "fit_iterations", "aggregate",
                                         "max_model_cells", "drift_rows_per_step", "estimate", NULL};
+#define ALG3_MWEM_KEYS 5
 
 /* The default method is "forest" since 2026-11-28 (it was "select_measure_fit"; bench/RESULTS.md, README
  * "marginal's keys"): a configuration that names no method but sets a key of Alg. 3 or mwem was written for
@@ -188,7 +190,7 @@ static int method_keys(const dp_marginal_config *c, const json_t *cfg, int named
                           "\"select_measure_fit\"). Set \"method\": \"select_measure_fit\" to keep the paper's "
                           "Alg. 3 (a stream started under the old default continues only so), or drop %s",
                           ALG3_KEYS[i], ALG3_KEYS[i]);
-        if ((c->method == DP_MARGINAL_INDEPENDENT || c->method == DP_MARGINAL_FOREST) && i < 5)
+        if ((c->method == DP_MARGINAL_INDEPENDENT || c->method == DP_MARGINAL_FOREST) && i < ALG3_MWEM_KEYS)
             return dp_err(errstr, errstr_size, DP_EINVAL,
                           NAME ": %s is a key of methods \"select_measure_fit\" and \"mwem\" only; method \"%s\" "
                           "does not read it", ALG3_KEYS[i], dp_marginal_method_name(c->method));
