@@ -295,9 +295,16 @@ static run_result run_one(const row_set *rs, const char *method, double eps, int
                             "all_2way", "horizon", (json_int_t)T, ZCDP ? "rho" : "epsilon", ZCDP ? eps * eps / 2 : eps,
                             "selections_per_step", K,
                             "counter", COUNTER, "method", method, "fit", fit, "fit_iterations", iters);
-    if (aggregate)
+    /* selections, fit and aggregate are Alg. 3's and mwem's keys: refused under independent and forest */
+    int alg3 = strcmp(method, "independent") != 0 && strcmp(method, "forest") != 0;
+    if (!alg3) {
+        json_object_del(cfg, "selections_per_step");
+        json_object_del(cfg, "fit");
+        json_object_del(cfg, "fit_iterations");
+    }
+    if (aggregate && alg3)
         json_object_set_new(cfg, "aggregate", json_string(aggregate));
-    if (MAX_MODEL_CELLS > 0)
+    if (MAX_MODEL_CELLS > 0 && alg3)
         json_object_set_new(cfg, "max_model_cells", json_integer(MAX_MODEL_CELLS));
     if (ESTIMATE && !strcmp(method, "select_measure_fit"))
         json_object_set_new(cfg, "estimate", json_string(ESTIMATE));

@@ -47,7 +47,8 @@ def main():
     work = tempfile.mkdtemp()
     cfg = {"attributes": [{"name": ATTRS[i], "categories": attrs_all[idx[i]]["categories"]} for i in range(8)],
            "workloads": [[ATTRS[i], ATTRS[j]] for i, j in itertools.combinations(range(8), 2)],
-           "horizon": 1, "epsilon": 1, "fit": "pgm", "max_model_cells": 1 << 22}
+           "horizon": 1, "epsilon": 1, "fit": "pgm", "max_model_cells": 1 << 22,
+           "method": "select_measure_fit"}   # the pgm fit is Alg. 3's (the default method is forest)
     json.dump(cfg, open(os.path.join(work, "config.json"), "w"))
     driver = os.path.join(work, "mbi_fit.py")
     open(driver, "w").write(MBI_DRIVER)

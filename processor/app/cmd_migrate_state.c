@@ -17,6 +17,13 @@
  * acknowledged.  Then set "topics": {"state": NEW_TOPIC} in the config and
  * start the instances.  The old topic is left as it was.
  *
+ * Nothing is opened, so nothing about a stream's method changes here: a
+ * `marginal` state written while the default method was select_measure_fit
+ * (before 2026-11-28) is copied as it is and refused by `run`'s restore
+ * unless the config names "method": "select_measure_fit" (README, the
+ * `method` row of marginal's keys); a config that names no method but sets
+ * one of Alg. 3's keys is refused here already, at load (exit 2).
+ *
  * Records of another updates topic (a state topic shared by several
  * deployments) are not copied; each deployment migrates with its own
  * config.  A record whose owner cannot be read, or whose partition the

@@ -39,7 +39,8 @@ cat > "$WORK/good.json" <<'EOF'
    {"prefix": "mar/", "synthesizer": "marginal",
     "config": {"attributes": [{"name": "a", "categories": ["0", "1", "2"]}, {"name": "b", "categories": ["0", "1"]},
                               {"name": "c", "categories": ["0", "1", "2", "3"]}],
-               "horizon": 8, "epsilon": 2, "selections_per_step": 2, "counter": "tree"}},
+               "horizon": 8, "epsilon": 2, "selections_per_step": 2, "counter": "tree",
+               "method": "select_measure_fit"}},
    {"prefix": "spa/", "synthesizer": "spatial",
     "config": {"box": [[0, 10], [0, 10]], "epsilon": 1, "horizon": 8, "init_steps": 2, "max_depth": 10,
                "counter": {"kind": "block", "block": 3}}},
@@ -223,6 +224,8 @@ w = sys.argv[1]
 good = json.load(open(f"{w}/good.json"))
 bad = json.loads(json.dumps(good)); bad["streams"][2]["config"]["selections_per_step"] = 9
 json.dump(bad, open(f"{w}/bad_value.json", "w"))
+bad = json.loads(json.dumps(good)); del bad["streams"][2]["config"]["method"]
+json.dump(bad, open(f"{w}/old_default.json", "w"))
 bad = json.loads(json.dumps(good)); bad["streams"][1]["config"] = {"horizon": 8, "rho": 1.0, "neighbors": "add_remove"}
 json.dump(bad, open(f"{w}/add_remove.json", "w"))
 bad = json.loads(json.dumps(good)); bad["streams"][0]["config"]["rho"] = 1e-30
@@ -233,6 +236,9 @@ bad = json.loads(json.dumps(good)); bad["streams"][3]["config"]["variant"] = "pa
 json.dump(bad, open(f"{w}/variant_paper.json", "w"))
 EOF
 refused "a value out of range" "$WORK/bad_value.json" "streams[2].config: marginal: selections_per_step"
+# the default method is forest (issue 39 item 4): a key of Alg. 3's without "method" was written for the old default
+refused "a key of the old default (Alg. 3) without method" "$WORK/old_default.json" \
+    'streams[2].config: marginal: selections_per_step is a key of methods "select_measure_fit" and "mwem" and the configuration names no method: the default method changed to "forest"'
 refused "a plan refused for privacy" "$WORK/add_remove.json" 'streams[1].config: cumulative: neighbors "add_remove" is refused'
 refused "a budget the samplers cannot honour" "$WORK/tiny_budget.json" "streams[0].config: window: rho = 1e-30"
 refused "an unknown key" "$WORK/unknown_key.json" "streams[4].config"
@@ -305,13 +311,13 @@ import json, sys
 w = sys.argv[1]
 cfg = json.load(open(f"{w}/indep.json"))
 c = cfg["streams"][0]["config"]
-del c["method"]
+c["method"] = "select_measure_fit"
 json.dump(cfg, open(f"{w}/est_sel.json", "w"))
 c["estimate"] = "all_measurements"; c["drift_rows_per_step"] = 50
 json.dump(cfg, open(f"{w}/est_all.json", "w"))
 c["method"] = "independent"
 json.dump(cfg, open(f"{w}/est_indep.json", "w"))
-del c["method"]; del c["estimate"]
+c["method"] = "select_measure_fit"; del c["estimate"]
 json.dump(cfg, open(f"{w}/est_drift_alone.json", "w"))
 c["estimate"] = "every"
 json.dump(cfg, open(f"{w}/est_unknown.json", "w"))

@@ -60,10 +60,10 @@ rows() { grep -E '^ +([3-9]|1[0-2])  ' "$1"; }
 [ "$(rows "$WORK/offline.txt" | awk '{print $3, $5, $9, $11, $13}')" != \
   "$(rows "$WORK/offline2.txt" | awk '{print $3, $5, $9, $11, $13}')" ] || fail "synthetic columns do not depend on the key: the comparison above proves nothing"
 
-# The table stream (marginal): 12 months, the true row counts independent
+# The table stream (marginal, its default method forest): 12 months, the true row counts independent
 # of the key, the synthetic ones not.
 [ "$(grep -c '^  month ' "$WORK/kafka.txt")" -eq 12 ] || fail "kafka demo did not print 12 table months"
-grep -q "marginal/exponential+discrete_laplace, spent eps 1 of 1 (EXHAUSTED)" "$WORK/kafka.txt" \
+grep -q "marginal/counters+exponential/discrete_laplace, spent eps 1 of 1 (EXHAUSTED)" "$WORK/kafka.txt" \
     || fail "the table's ledger line is missing"
 trows() { grep '^  month ' "$1" | awk '{print $3}'; }
 srows() { grep '^  month ' "$1" | awk '{print $6, $11}'; }

@@ -13,12 +13,12 @@ static const char *const FUZZ_SYNTH_CONFIGS[FUZZ_SYNTHS] = {
     "{\"horizon\":6,\"rho\":1}",
     "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},"
     "{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],\"horizon\":6,\"epsilon\":1,\"selections_per_step\":2,"
-    "\"counter\":\"tree\",\"max_release_rows\":10000}",
+    "\"counter\":\"tree\",\"max_release_rows\":10000,\"method\":\"select_measure_fit\"}",
     "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]}],"
     "\"horizon\":6,\"rho\":1,\"method\":\"mwem\",\"max_rows_per_user\":2,\"max_release_rows\":10000}",
     "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},"
     "{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],\"horizon\":6,\"epsilon\":2,\"selections_per_step\":2,"
-    "\"fit\":\"pgm\",\"max_release_rows\":10000}",
+    "\"fit\":\"pgm\",\"max_release_rows\":10000,\"method\":\"select_measure_fit\"}",
     "{\"epsilon\":1,\"max_depth\":8,\"max_nodes\":4001,\"max_release_points\":10000,\"init_steps\":2,"
     "\"output\":\"delta\"}",
     "{\"epsilon\":2,\"box\":[[-1,1],[0,4],[0,1]],\"unsafe_paper_variant\":true,\"horizon\":6,"

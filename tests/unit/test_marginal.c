@@ -26,7 +26,11 @@ static const char *CFG3 =
 static json_t *cfg_of(int T, const char *budget, double value, int K, const char *extra)
 {
     char text[1024];
-    snprintf(text, sizeof text, CFG3, T, budget, value, K, extra ? extra : "");
+    /* the method named: these tests are about Alg. 3 and mwem (the default is forest, test_marginal_default.c) */
+    char ex[512];
+    snprintf(ex, sizeof ex, "%s%s", extra && strstr(extra, "\"method\"") ? "" : ", \"method\": \"select_measure_fit\"",
+             extra ? extra : "");
+    snprintf(text, sizeof text, CFG3, T, budget, value, K, ex);
     json_error_t e;
     json_t *j = json_loads(text, 0, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
@@ -117,7 +121,8 @@ static void expect_refused(const char *text, const char *needle)
 
 static void test_config_errors(void)
 {
-    const char *A = "\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\"]}, {\"name\": \"b\", \"categories\": [\"0\",\"1\"]}]";
+    const char *A = "\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\"]}, {\"name\": \"b\", \"categories\": [\"0\",\"1\"]}], "
+                    "\"method\": \"select_measure_fit\"";
     char t[1024];
     snprintf(t, sizeof t, "{%s, \"horizon\": 4, \"epsilon\": 1, \"colour\": 1}", A);
     expect_refused(t, "\"colour\"");
@@ -530,6 +535,7 @@ static void test_selection_skips_unfittable(void)
     }
     json_t *j = json_pack("{s:o, s:i, s:f, s:i, s:s, s:i}", "attributes", attrs, "horizon", T, "epsilon", 2.0,
                           "selections_per_step", K, "fit", "pgm", "max_model_cells", 2048);
+    json_object_set_new(j, "method", json_string("select_measure_fit"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     uint32_t pair[15][2], n_pairs = 0, sizes[P];
     for (uint32_t a = 0; a < P; a++) {

@@ -26,8 +26,8 @@ static json_t *cfg_of(int T, const char *extra)
              "{\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\",\"2\"]},"
              " {\"name\": \"b\", \"categories\": [\"x\",\"y\"]},"
              " {\"name\": \"c\", \"categories\": [\"p\",\"q\",\"r\",\"s\"]}],"
-             " \"horizon\": %d, \"epsilon\": 0.2, \"selections_per_step\": 1, \"fit\": \"pgm\"%s}",
-             T, extra ? extra : "");
+             " \"horizon\": %d, \"epsilon\": 0.2, \"selections_per_step\": 1, \"fit\": \"pgm\"%s%s}",
+             T, extra && strstr(extra, "\"method\"") ? "" : ", \"method\": \"select_measure_fit\"", extra ? extra : "");
     json_error_t e;
     json_t *j = json_loads(text, 0, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);

@@ -516,10 +516,11 @@ static void test_config(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].needle));
         json_decref(j);
     }
-    /* the forest keys belong to method forest */
+    /* the forest keys belong to method forest (the default: refused only under another method named) */
     json_error_t e;
     j = json_loads("{\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\",\"1\"]}, {\"name\": \"b\", "
-                   "\"categories\": [\"0\",\"1\"]}], \"horizon\": 2, \"epsilon\": 1, \"forest_edges\": 2}", 0, &e);
+                   "\"categories\": [\"0\",\"1\"]}], \"horizon\": 2, \"epsilon\": 1, \"forest_edges\": 2, "
+                   "\"method\": \"select_measure_fit\"}", 0, &e);
     CU_ASSERT_NOT_EQUAL(dp_marginal_config_parse(&c, j, err, sizeof err), DP_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "method \"forest\" only"));
     json_decref(j);

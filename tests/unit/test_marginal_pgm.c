@@ -29,7 +29,9 @@
 static json_t *config(const char *attrs_json, const char *extra)
 {
     char text[4096];
-    snprintf(text, sizeof text, "{\"attributes\": %s, \"horizon\": 4, \"epsilon\": 1%s}", attrs_json, extra);
+    /* the pgm fit is Alg. 3's: the method named (the default is forest) */
+    snprintf(text, sizeof text, "{\"attributes\": %s, \"horizon\": 4, \"epsilon\": 1, \"method\": \"select_measure_fit\"%s}",
+             attrs_json, extra);
     json_error_t e;
     json_t *j = json_loads(text, 0, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);

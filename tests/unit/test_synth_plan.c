@@ -289,7 +289,8 @@ static void test_marginal(void)
                  "{\"attributes\": [{\"name\": \"a\", \"categories\": [\"0\", \"1\"]},"
                  " {\"name\": \"b\", \"categories\": [\"0\", \"1\", \"2\"]},"
                  " {\"name\": \"c\", \"categories\": [\"x\", \"y\"]}],"
-                 " \"horizon\": 5, %s, \"selections_per_step\": 2, \"counter\": \"tree\", \"delta\": 1e-6}",
+                 " \"horizon\": 5, %s, \"selections_per_step\": 2, \"counter\": \"tree\", \"delta\": 1e-6,"
+                 " \"method\": \"select_measure_fit\"}",
                  budgets[i]);
         plan_check c;
         run_against_plan("marginal", text, feed_rows, 5, &c);

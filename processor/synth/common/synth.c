@@ -563,11 +563,13 @@ static void diff_objects(diff_out *d, const json_t *was, const json_t *now, cons
     }
 }
 
-/* Why a snapshot that did not load was refused, as specifically as the
- * snapshot allows: the fields whose values changed, or that nothing did. */
+/* Why a snapshot that did not load was refused: the synthesizer's reason, the changed fields, or that none changed. */
 static int restore_refusal(const dp_synth *s, const char *name, const char *old_cfg, size_t old_len, char *errstr,
                            size_t errstr_size)
 {
+    const char *why = s->ops->release_load_refusal ? s->ops->release_load_refusal(s->rel) : "";
+    if (*why)   /* e.g. the configuration text is unchanged but now means another method (a changed default) */
+        return dp_err(errstr, errstr_size, DP_ECORRUPT, "%s stream '%s': %s", name, s->stream_id, why);
     if (!old_cfg)
         return dp_err(errstr, errstr_size, DP_ECORRUPT,
                       "%s stream '%s': its snapshot does not match this configuration or is corrupt (the snapshot "

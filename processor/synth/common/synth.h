@@ -467,6 +467,12 @@ typedef struct dp_synth_ops {
      * after it the stream is exhausted (dp_synth_plan_exhausted).  NULL:
      * data decide when the stream stops (it cannot shard). */
     uint64_t (*release_last_step)(const dp_release_half *rel);
+    /* Optional. After a release_load that refused, why, in a sentence
+     * that says what the state is left as and what to do — when the
+     * synthesizer can say more than "another configuration, or damaged",
+     * e.g. that the configuration text is unchanged but now resolves to
+     * another method (a changed default); "" otherwise (never NULL). */
+    const char *(*release_load_refusal)(const dp_release_half *rel);
 } dp_synth_ops;
 
 /* NULL if unknown. */

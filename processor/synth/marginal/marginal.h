@@ -3,8 +3,9 @@
  *
  *   marginal_config.c   the JSON configuration and the workload layout
  *   marginal_ingest.c   ingest half: the current rows, ∇f_t's workload marginals
- *   marginal.c          release half: select (exponential mechanism), measure
- *                       (continual counters), fit, release; the budget
+ *   marginal.c          release half: its lifecycle, a step's frame, the release
+ *   marginal_method.c   the methods' plan and step: select (exponential mechanism),
+ *                       measure (continual counters), fit; the budget
  *   marginal_mw.c       the `mw` fit: multiplicative weights over the full domain
  *   marginal_pgm.c      the `pgm` fit: a graphical model on a junction tree
  *   marginal_factor.c   factors and junction-tree inference for `pgm`
@@ -83,7 +84,7 @@ int dp_marginal_rows_from_counts(const dp_marginal_config *c, const double *coun
 /* The selection utility of workload i on the exponential mechanism's
  * fixed-point grid: Σ_c floor(|base_c − q_c|·S/|W|) − round(bias·S) with
  * S = 2^16·min|W|; one row changes it by at most DP_MARGINAL_UTILITY_DELTA
- * (marginal.c derives it). */
+ * (marginal_method.c derives it). */
 #define DP_MARGINAL_GRID_BITS 16
 #define DP_MARGINAL_UTILITY_DELTA (((uint64_t)1 << DP_MARGINAL_GRID_BITS) + 2)
 int64_t dp_marginal_grid_utility(const dp_marginal_config *c, size_t i, const double *base, const double *q,

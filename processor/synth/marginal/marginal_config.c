@@ -20,6 +20,14 @@ static const char *const KEYS[] = {"synthesizer", "attributes", "workloads", "ho
                                    "max_release_rows", "estimate", "drift_rows_per_step", "forest_edges",
                                    "forest_pair_cells", "forest_select_share", NULL};
 
+/* In dp_marginal_method order. */
+static const char *const METHODS[] = {"select_measure_fit", "mwem", "independent", "forest", NULL};
+
+const char *dp_marginal_method_name(dp_marginal_method m)
+{
+    return (unsigned)m < sizeof METHODS / sizeof METHODS[0] - 1 ? METHODS[m] : "unknown";
+}
+
 void dp_marginal_config_free(dp_marginal_config *c)
 {
     for (uint32_t i = 0; i < c->n_attrs; i++)
@@ -157,6 +165,39 @@ static int one_way_sources(dp_marginal_config *c, char *errstr, size_t errstr_si
     return DP_OK;
 }
 
+/* The keys only methods select_measure_fit (Alg. 3) and mwem read: the selections, the fit and its model (the
+ * first ALG3_MWEM_KEYS); then "drift_rows_per_step" and "estimate", select_measure_fit's alone (parse_estimate
+ * refuses them under the other methods with its own message). */
+static const char *const ALG3_KEYS[] = {"selections_per_step", "fit", "fit_iterations", "aggregate",
+                                        "max_model_cells", "drift_rows_per_step", "estimate", NULL};
+#define ALG3_MWEM_KEYS 5
+
+/* The default method is "forest" since 2026-11-28 (it was "select_measure_fit"; bench/RESULTS.md, README
+ * "marginal's keys"): a configuration that names no method but sets a key of Alg. 3 or mwem was written for
+ * the old default, and is refused rather than run as another method — fail closed; a stream's state written
+ * under it is refused as well (marginal_snapshot.c).  Under an explicit "independent" or "forest" those keys
+ * would be read by nothing: refused too, as the forest keys are under the other methods (parse_forest). */
+static int method_keys(const dp_marginal_config *c, const json_t *cfg, int named, char *errstr,
+                       size_t errstr_size)
+{
+    for (size_t i = 0; ALG3_KEYS[i]; i++) {
+        if (!json_object_get(cfg, ALG3_KEYS[i]))
+            continue;
+        if (!named)
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          NAME ": %s is a key of methods \"select_measure_fit\" and \"mwem\" and the configuration "
+                          "names no method: the default method changed to \"forest\" (2026-11-28; it was "
+                          "\"select_measure_fit\"). Set \"method\": \"select_measure_fit\" to keep the paper's "
+                          "Alg. 3 (a stream started under the old default continues only so), or drop %s",
+                          ALG3_KEYS[i], ALG3_KEYS[i]);
+        if ((c->method == DP_MARGINAL_INDEPENDENT || c->method == DP_MARGINAL_FOREST) && i < ALG3_MWEM_KEYS)
+            return dp_err(errstr, errstr_size, DP_EINVAL,
+                          NAME ": %s is a key of methods \"select_measure_fit\" and \"mwem\" only; method \"%s\" "
+                          "does not read it", ALG3_KEYS[i], dp_marginal_method_name(c->method));
+    }
+    return DP_OK;
+}
+
 /* "estimate" and "drift_rows_per_step" (marginal_estimate.c): only select_measure_fit has measurements to keep. */
 static int parse_estimate(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size)
 {
@@ -279,23 +320,28 @@ int dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *err
         c->counter_block = k.block;
         c->counter_buffers = k.buffers;
     }
-    static const char *const METHODS[] = {"select_measure_fit", "mwem", "independent", "forest", NULL};
     static const char *const FITS[] = {"mw", "pgm", "auto", NULL};
     static const char *const NEIGHBORS[] = {"add_remove", "replace", NULL};
     static const char *const AGGREGATES[] = {"mean", "last", NULL};
-    int method = 0, fit = 2, nb = 0, agg = -1;
+    int method = DP_MARGINAL_FOREST, fit = 2, nb = 0, agg = -1;   /* the default: method_keys */
     if ((rc = dp_cfg_choice(json_object_get(cfg, "method"), NAME, "method", METHODS, &method, errstr, errstr_size)) ||
         (rc = dp_cfg_choice(json_object_get(cfg, "fit"), NAME, "fit", FITS, &fit, errstr, errstr_size)) ||
         (rc = dp_cfg_choice(json_object_get(cfg, "neighbors"), NAME, "neighbors", NEIGHBORS, &nb, errstr, errstr_size)) ||
         (rc = dp_cfg_choice(json_object_get(cfg, "aggregate"), NAME, "aggregate", AGGREGATES, &agg, errstr, errstr_size)))
         goto fail;
     c->method = (dp_marginal_method)method;
+    /* a configuration without "method" is checked for the old default's keys first (the cause of any
+     * later refusal); one naming its method after its own keys' checks (whose messages are more specific) */
+    c->method_named = json_object_get(cfg, "method") != NULL;
+    if (!c->method_named && (rc = method_keys(c, cfg, 0, errstr, errstr_size)) != DP_OK)
+        goto fail;
     if ((c->method == DP_MARGINAL_INDEPENDENT || c->method == DP_MARGINAL_FOREST) &&
         (rc = one_way_sources(c, errstr, errstr_size)) != DP_OK)
         goto fail;
     if ((rc = parse_forest(c, cfg, errstr, errstr_size)) != DP_OK)
         goto fail;
-    if ((rc = parse_estimate(c, cfg, errstr, errstr_size)) != DP_OK)
+    if ((rc = parse_estimate(c, cfg, errstr, errstr_size)) != DP_OK ||
+        (c->method_named && (rc = method_keys(c, cfg, 1, errstr, errstr_size)) != DP_OK))
         goto fail;
     c->replace = nb == 1;
     c->fit_auto = fit == 2;

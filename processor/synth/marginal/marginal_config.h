@@ -8,7 +8,9 @@
  *   epsilon | rho       the budget: pure ε-DP (discrete Laplace) or ρ-zCDP (discrete Gaussian)
  *   selections_per_step K (default 4 or the number of workloads if fewer; at most that number)
  *   counter             a counter kind name or {"kind", "block", "buffers"} (default "simple")
- *   method              "select_measure_fit" (Alg. 3, default) | "mwem" (StreamingMWEM, Alg. 2) |
+ *   method              "forest" (the default since 2026-11-28) | "select_measure_fit" (the paper's
+ *                       Alg. 3; the default before, so a configuration without "method" that sets
+ *                       one of its keys is refused, marginal_config.c) | "mwem" (StreamingMWEM, Alg. 2) |
  *                       "independent" (each attribute's 1-way marginal by continual counters,
  *                       released as their product; marginal_independent.c) |
  *                       "forest" (a forest of small 2-way marginals, chosen privately on a public
@@ -91,6 +93,7 @@ typedef struct dp_marginal_config {
     uint64_t              counter_block;
     uint32_t              counter_buffers;
     dp_marginal_method    method;
+    int                   method_named;   /* the configuration names its method (else the default, forest) */
     dp_marginal_fit       fit;
     int                   fit_auto;
     uint32_t              fit_iterations;
@@ -110,6 +113,8 @@ typedef struct dp_marginal_config {
 } dp_marginal_config;
 
 int  dp_marginal_config_parse(dp_marginal_config *c, const json_t *cfg, char *errstr, size_t errstr_size);
+/* "select_measure_fit", "mwem", "independent" or "forest" (the configuration's spelling). */
+const char *dp_marginal_method_name(dp_marginal_method m);
 void dp_marginal_config_free(dp_marginal_config *c);
 
 /* Group size the budget is divided by: max_rows_per_user (1 if event-level),

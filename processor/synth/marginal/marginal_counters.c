@@ -8,7 +8,7 @@
  * so creating them lazily shifts no other draw; and the offset r(t, W) that
  * anchors the counters on an earlier release (§6.2); a counter's exact
  * snapshot (its last prefix sum, then its bytes) and restore.  Calls core/counter;
- * marginal.c, marginal_independent.c and marginal_forest*.c call it. */
+ * marginal_method.c, marginal_independent.c and marginal_forest*.c call it. */
 #include "synth/marginal/marginal_release.h"
 
 #include "core/dp_error.h"

@@ -4,7 +4,7 @@
  * continual counters (core/counter.h, the configured `counter` kind, the
  * same row unit and budget as the other methods), released as the product
  * of the noisy 1-way marginals.  Calls core/counter, core/simplex,
- * core/round and the ledger; marginal.c calls it (docs/privacy.md §5).
+ * core/round and the ledger; marginal_method.c calls it (docs/privacy.md §5).
  *
  * Privacy.  A row event (one row inserted or deleted at step τ) changes
  * ∇f_τ by 1 in one domain cell, so it changes attribute a's 1-way marginal

@@ -1,7 +1,7 @@
 /* marginal_mixture.c — the StreamingMWEM baseline's synthetic data with
  * fit "pgm": g_t = Σ_τ≤t (the model fitted at step τ), kept as the list of
  * those models (a mixture) because a graphical model over Adult's 6.4·10^17
- * cells cannot be added up cell by cell as fit "mw" does (marginal.c,
+ * cells cannot be added up cell by cell as fit "mw" does (marginal_method.c,
  * step_mwem's G).
  *
  * Seed 001 Alg. 2 adds each step's fitted table to g with the sign of the

@@ -1,5 +1,6 @@
 /* marginal_release.h — the release half of `marginal`, private to its
- * files: marginal.c (plan, select–measure–fit, the release),
+ * files: marginal.c (the lifecycle, the release), marginal_method.c (plan,
+ * select–measure–fit and mwem, the dispatch on the method),
  * marginal_snapshot.c (its exact save and restore) and the methods' files
  * (marginal_independent.c, marginal_forest*.c, marginal_counters.c…).
  * Owns the release state's layout; calls nothing (docs/privacy.md §5). */
@@ -22,7 +23,7 @@ typedef struct wl_state {
     dp_counter **cnt;        /* one counter per cell; NULL until first selected */
     int64_t     *c_last;     /* C_W(t): the counters' last noisy prefix sums */
     double      *r;          /* r(t, W), unless r_pending */
-    uint8_t      r_pending;  /* r(t, W) = W(g) − C_W(t) with the current g, not yet computed (see marginal.c) */
+    uint8_t      r_pending;  /* r(t, W) = W(g) − C_W(t) with the current g, not yet computed (see marginal_method.c) */
     uint64_t     selected;   /* steps at which W was selected = counter steps */
     uint64_t     anchor;     /* counter steps when r(t, W) was last set: m = W(g_τ) + C(now) − C(anchor) */
 } wl_state;
@@ -87,7 +88,18 @@ typedef struct marginal_release {
     dp_mmeasure         *est_ms;      /* scratch: the refit's measurements */
     dp_mmodel           *est_g;       /* the released model: g_t refitted (g_t itself stays Alg. 3's) */
     struct dp_forest    *forest;      /* method forest (marginal_forest.h) */
+    char                 load_refusal[384];   /* why the last load refused, if it can say (marginal_snapshot.c) */
 } marginal_release;
+
+/* The plan, the step and the rows, dispatched on the method (marginal_method.c): the budget split and the
+ * mechanism a stream names; the step's ledger reset (2K mechanisms, d counters' measurements, or forest's
+ * own); one step's selections, measurements and fit (N̂ into last_total); n rows from the model through emit,
+ * drawn from the keyed DRBG of `step` labelled "marginal/rows/0". */
+int         dp_marginal_plan(marginal_release *m, char *errstr, size_t errstr_size);
+const char *dp_marginal_mechanism(const dp_marginal_config *c);
+int         dp_marginal_step_ledger(marginal_release *m, char *errstr, size_t errstr_size);
+int         dp_marginal_method_step(marginal_release *m, uint64_t step, char *errstr, size_t errstr_size);
+int         dp_marginal_method_rows(const marginal_release *m, uint64_t step, uint64_t n, dp_mrow_fn emit, void *ctx);
 
 /* Per-cell counters shared by every counter-keeping method (marginal_counters.c): `cells` counters of
  * configuration cc labelled "<prefix>/c<cell>"; one step's change dv into them (their prefix sums into
@@ -149,5 +161,7 @@ void   dp_marginal_est_damp(const dp_marginal_config *c, uint64_t step, double t
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b);
 int dp_marginal_release_load(dp_release_half *rel, dp_reader *r);
+/* Why the last dp_marginal_release_load refused, in words ("" if it cannot say more than DP_ECORRUPT). */
+const char *dp_marginal_release_load_refusal(const dp_release_half *rel);
 
 #endif

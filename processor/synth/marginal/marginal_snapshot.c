@@ -11,6 +11,7 @@
 #include "core/dp_error.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
@@ -82,14 +83,41 @@ int dp_marginal_release_save(const dp_release_half *rel, dp_buf *b)
     return dp_buf_status(b);
 }
 
+/* A state of another method than the configuration's: never restored as this one (its counters, model and
+ * ledger are another mechanism's).  The same configuration text can resolve to another method — the default
+ * changed from "select_measure_fit" to "forest" on 2026-11-28 (marginal_config.c) — so the refusal says which
+ * method wrote the state and, for the old default, what to add to continue it. */
+static int method_refusal(marginal_release *m, dp_marginal_method was)
+{
+    const dp_marginal_config *c = &m->cfg;
+    int old_default = was == DP_MARGINAL_SMF && c->method == DP_MARGINAL_FOREST && !c->method_named;
+    snprintf(m->load_refusal, sizeof m->load_refusal,
+             "its state was written by method \"%s\" and this configuration %s method \"%s\"; refusing to "
+             "restore it (the state is left as it was)%s", dp_marginal_method_name(was),
+             c->method_named ? "names" : "names no method, so it runs the default,", dp_marginal_method_name(c->method),
+             old_default ? ": the default method changed from \"select_measure_fit\" to \"forest\" on 2026-11-28 — "
+                           "add \"method\": \"select_measure_fit\" to the stream's configuration to continue it as it ran"
+                         : "");
+    return DP_ECORRUPT;
+}
+
+const char *dp_marginal_release_load_refusal(const dp_release_half *rel)
+{
+    return ((const marginal_release *)rel)->load_refusal;
+}
+
 int dp_marginal_release_load(dp_release_half *rel, dp_reader *r)
 {
     marginal_release *m = (marginal_release *)rel;
     const dp_marginal_config *c = &m->cfg;
-    if (dp_reader_u32(r) != MARGINAL_REL_MAGIC || dp_reader_u64(r) != c->n_workloads ||
-        dp_reader_u64(r) != c->total_cells || dp_reader_u64(r) != c->horizon ||
-        dp_reader_u32(r) != c->selections || dp_reader_u8(r) != (uint8_t)c->method ||
-        dp_reader_u8(r) != (uint8_t)c->fit || dp_reader_f64(r) != m->em.epsilon ||
+    m->load_refusal[0] = '\0';
+    int ok = dp_reader_u32(r) == MARGINAL_REL_MAGIC && dp_reader_u64(r) == c->n_workloads &&
+             dp_reader_u64(r) == c->total_cells && dp_reader_u64(r) == c->horizon;
+    ok &= dp_reader_u32(r) == c->selections;
+    uint8_t method = dp_reader_u8(r);
+    if (ok && dp_reader_status(r) == DP_OK && method != (uint8_t)c->method && method <= DP_MARGINAL_FOREST)
+        return method_refusal(m, (dp_marginal_method)method);
+    if (!ok || dp_reader_u8(r) != (uint8_t)c->fit || dp_reader_f64(r) != m->em.epsilon ||
         dp_reader_f64(r) != m->noise_param)
         return DP_ECORRUPT;
     m->done = dp_reader_u64(r);
