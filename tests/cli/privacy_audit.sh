@@ -27,7 +27,8 @@
 #          step 4 by exponential mechanisms from epoch 1's rows — steps 2–3,
 #          where the neighbour's row is inserted and deleted — tree rows;
 #          selection share 0.5, so that ~30 rows a step clear the public
-#          rule deciding whether epoch 1 feeds a selection: docs/privacy.md §5).
+#          rule deciding whether epoch 1 feeds a selection, and horizon 5 so
+#          that its horizon rule, 3·2 <= T + 1, lets it: docs/privacy.md §5).
 #   5. spatial (safe variant, user-level s = 2): D2 adds one person's point
 #      (inserted at step 2, deleted at step 3) to 40 people's points and
 #      entity-matched deletes.  The tree's shape, the leaf counts and the
@@ -245,7 +246,7 @@ cat > "$WORK/config.json" <<'JSON'
      "horizon": 4, "epsilon": 1, "method": "independent"}},
   {"match": "mf", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],
-     "horizon": 4, "epsilon": 1, "method": "forest", "forest_edges": 2,
+     "horizon": 5, "epsilon": 1, "method": "forest", "forest_edges": 2,
      "forest_select_share": 0.5}},
   {"match": "me", "synthesizer": "marginal", "config": {"attributes": [{"name": "a", "categories": ["0", "1"]},
      {"name": "b", "categories": ["0", "1", "2"]}, {"name": "c", "categories": ["0", "1"]}],

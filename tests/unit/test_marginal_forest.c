@@ -246,7 +246,7 @@ static void test_rows_are_the_rounded_conditionals(void)
 static void test_ledger_exact_every_step(void)
 {
     for (int v = 0; v < 3; v++) {   /* pure, zCDP, and pure without edges (no selection share) */
-        const int T = 9, zcdp = v == 1, none = v == 2;
+        const int T = 11, zcdp = v == 1, none = v == 2;
         const double budget = zcdp ? 0.3 : 0.6;
         json_t *j = cfg_of(T, zcdp ? "rho" : "epsilon", budget,
                            none ? ", \"forest_edges\": 0" : ", \"forest_select_share\": 0.2");
@@ -264,7 +264,7 @@ static void test_ledger_exact_every_step(void)
             if ((t & (t - 1)) == 0) {   /* an epoch starts: does it book the share? (the rule, restated) */
                 double eps = zcdp ? sqrt(8 * budget * sel / ((f->n_kept << 20) + sel) / 8)
                                   : budget * sel / ((f->n_kept << 20) + sel) / 8;
-                feeds = t > 1 && 2 * t <= T && 2 * n_prev / (t - 1) * t >= 8 / eps * log(6.0);
+                feeds = t > 1 && 3 * t <= T + 1 && 2 * n_prev / (t - 1) * t >= 8 / eps * log(6.0);
             }
             sel = feeds ? sel : 0;
             booked += sel > 0;
@@ -297,9 +297,9 @@ static void test_ledger_exact_every_step(void)
             CU_ASSERT(t > 1 || f->n_kept == D);
         }
         /* pure: epoch 1 (300 rows, δ*·300 = 600) is under the EM's resolution (955 rows), epoch 2 (1 200) over
-         * it, epoch 3 feeds no selection (16 > T); zCDP (58 rows) books epochs 1 and 2 */
+         * it, epoch 3 feeds no selection (3·8 > T + 1: the horizon rule); zCDP (58 rows) books epochs 1 and 2 */
         CU_ASSERT_EQUAL(booked, none ? 0 : zcdp ? 6 : 4);
-        CU_ASSERT_EQUAL(unbooked, none ? 0 : zcdp ? 3 : 5);
+        CU_ASSERT_EQUAL(unbooked, none ? 0 : zcdp ? 5 : 7);
         run_close(&s);
         json_decref(j);
     }
@@ -307,7 +307,7 @@ static void test_ledger_exact_every_step(void)
 
 static void test_selection_reads_only_the_previous_epoch(void)
 {
-    const int T = 9, tau = 4;
+    const int T = 11, tau = 4;   /* 3·4 <= T + 1: epoch 2 feeds the selection at 8 (the horizon rule) */
     json_t *j = cfg_of(T, "epsilon", 200, NULL);
     run_state a, b;
     open_pair(&a, &b, j, j, 6);
@@ -428,7 +428,7 @@ static void test_cap_excluding_every_pair_is_the_one_way_model(void)
     int same = 1, share = 0, uncapped_feeds = 0, capped_out = 1;
     double n_prev = 0;
     for (int t = 1; t <= T; t++) {
-        if ((t & (t - 1)) == 0 && t > 1 && 2 * t <= T) {   /* an epoch starts: the rules at s_e = t */
+        if ((t & (t - 1)) == 0 && t > 1 && 3 * t <= T + 1) {   /* an epoch starts: the rules at s_e = t */
             const marginal_release *m = (const marginal_release *)a.r.rel;
             uint64_t sel = (uint64_t)llround(D * (double)(1u << 20)), cap = 0;   /* s/(1 − s)·m·2^20, m = d */
             double eps = dp_forest_pick_epsilon(&m->cfg, sel, ((uint64_t)D << 20) + sel);
@@ -449,6 +449,57 @@ static void test_cap_excluding_every_pair_is_the_one_way_model(void)
     CU_ASSERT_FALSE(share);
     CU_ASSERT(same);
     close_pair(&a, &b, j, j0);
+}
+
+/* The horizon rule (dp_forest_feeds): epoch e books the share only if the edges picked at 2·s_e would serve
+ * at least the s_e steps that paid, 3·s_e <= T + 1.  T = 10, 200 rows a step, ε = 20: epoch 1 (steps 2–3) books
+ * (6 <= 11) and epoch 2 (steps 4–7) would pass the resolution and the cap (restated) but not the horizon rule
+ * (12 > 11), so it books nothing and no selection reads its rows.  A neighbouring input (one row more at step
+ * 5, in epoch 2) and a different table (230 rows a step) book the same units at every step: the decision reads
+ * the configuration and the step, and N̂ only through the resolution rule, not the rows.  Booking epoch 2 as
+ * the rule it replaced did (2·s_e <= T) fails it (checked). */
+static void test_horizon_rule_books_no_share_for_edges_serving_fewer_steps(void)
+{
+    const int T = 10;
+    json_t *j = cfg_of(T, "epsilon", 20, NULL);
+    run_state a, b, c;
+    open_pair(&a, &b, j, j, 7);
+    run_open(&c, j, &a.key);
+    int booked_1 = 1, booked_2 = 0, others_pass = 0, same = 1, kept = 1;
+    double n_prev = 0;
+    for (int t = 1; t <= T; t++) {
+        if (t == 4) {   /* epoch 2 starts: the resolution and the cap, restated, would book */
+            const marginal_release *m = (const marginal_release *)a.r.rel;
+            uint64_t m_e = forest_of(&a)->n_kept, cap = 0;
+            uint64_t sel = (uint64_t)llround(0.1 / 0.9 * (double)m_e * (double)(1u << 20));
+            double eps = dp_forest_pick_epsilon(&m->cfg, sel, (m_e << 20) + sel);
+            CU_ASSERT_EQUAL_FATAL(dp_forest_cell_cap(m, n_prev, 3, 8, &cap, NULL, 0), DP_OK);
+            others_pass = 2 * n_prev / 3 * 4 >= 8 / eps * log(6.0) && cap >= 4 && 2 * t <= T;
+        }
+        run_step(&a, (uint64_t)t, 200, 0);
+        run_step(&b, (uint64_t)t, 200, t == 5);
+        run_step(&c, (uint64_t)t, 230, 0);
+        n_prev = forest_of(&a)->N;
+        const dp_ledger *la = a.r.ops->release_ledger(a.r.rel), *lb = b.r.ops->release_ledger(b.r.rel),
+                        *lc = c.r.ops->release_ledger(c.r.rel);
+        uint64_t sa = forest_of(&a)->sel_units;
+        same &= sa == forest_of(&b)->sel_units && la->units_total == lb->units_total &&
+                (sa > 0) == (forest_of(&c)->sel_units > 0) &&
+                lc->units_total == ((uint64_t)forest_of(&c)->n_kept << 20) + forest_of(&c)->sel_units;
+        if (t == 2 || t == 3)
+            booked_1 &= sa > 0 && la->n_entries == forest_of(&a)->n_kept + 1;
+        if (t >= 4)
+            booked_2 |= sa > 0 || la->units_total != (uint64_t)forest_of(&a)->n_kept << 20;
+        if (t >= 9)   /* no selection at 8: epoch 3 keeps epoch 2's edges */
+            kept &= forest_of(&a)->n_edges > 0;
+    }
+    CU_ASSERT(others_pass);   /* without the horizon rule epoch 2 would book */
+    CU_ASSERT(booked_1);
+    CU_ASSERT_FALSE(booked_2);
+    CU_ASSERT(same);
+    CU_ASSERT(kept);
+    run_close(&c);
+    close_pair(&a, &b, j, j);
 }
 
 static void run_bytes(void *ctx, uint8_t key_variant, int restore_at, dp_buf *out)
@@ -543,6 +594,8 @@ int main(void)
         {"forest: the candidates are the pairs under the cap from N̂, the step and the config only: a different "
          "table with the same noisy total gets the same candidates",
          test_candidates_are_public},
+        {"forest: an epoch whose edges would serve fewer steps than paid for them books no share (public rule)",
+         test_horizon_rule_books_no_share_for_edges_serving_fewer_steps},
         {"forest: a cap that excludes every pair books no share and releases forest_edges 0's rows bit for bit",
          test_cap_excluding_every_pair_is_the_one_way_model},
         {"forest: a restore mid-epoch or at an epoch's end continues byte-identically; the key matters",

@@ -26,9 +26,10 @@
  * group g = dp_marginal_group.  The q units booked at a step pay for that
  * step's rows in the NEXT epoch's selection (marginal_forest_select.c): the
  * selection at s_{e+1} reads only epoch e's rows, so each row event feeds at
- * most one selection.  An epoch whose rows could not find a strong edge
- * (dp_forest_feeds, marginal_forest_select.c: public inputs only) — the
- * first, the last, every epoch of a small table — books q = 0: its counters
+ * most one selection.  An epoch whose rows could not find a strong edge,
+ * or whose edges would serve fewer steps before the horizon than paid for
+ * them (dp_forest_feeds, marginal_forest_select.c: public inputs only) —
+ * the first, the last one or two, every epoch of a small table — books q = 0: its counters
  * get budget/m_e each, no selection reads its rows, the next epoch keeps
  * its edges.  Rows of different steps are disjoint: the
  * stream's guarantee is the largest step's, the budget.

@@ -85,8 +85,8 @@
  * over its s_e − 1 steps, projected to the epoch's s_e steps (net growth:
  * on a stream with deletions it underestimates the change, so it errs
  * towards no selection), ε_pick the pick's ε at the share epoch e would
- * book (its m_e, the configuration).  When not — or when 2·s_e exceeds the
- * horizon, or e = 0 (no N̂ yet) — epoch e books no selection share (its
+ * book (its m_e, the configuration).  When not — or when the horizon rule
+ * below fails, or e = 0 (no N̂ yet) — epoch e books no selection share (its
  * counters get the whole budget / m_e) and no selection reads its rows: the
  * next epoch keeps the edges.  Every input is public or post-processing, so
  * the decision costs nothing; with no selection ever (a small table), the
@@ -95,7 +95,31 @@
  * equal balanced binary attributes) lost 6.5 % on the full Adult
  * (randomized bs 200, ε = 2: an edge first kept later starts from the
  * independence model's base); δ* = 2 is within 1 % of booking every epoch
- * there and at or below `independent` on a 4 400-row Adult. */
+ * there and at or below `independent` on a 4 400-row Adult.
+ *
+ * The horizon rule (issue 39, 2026-11-28).  The share booked at epoch e's
+ * s_e steps is a cost those steps' rows carry in every later release (their
+ * counters' sd × 1/(1 − s')); the edges the selection at 2·s_e picks count
+ * rows only from step 2·s_e on, at most T − 2·s_e + 1 steps before the
+ * horizon T (later selections may keep them longer, but none can exist
+ * once 2·s_{e+1} > T).  Steps carry rows at one rate, so the two are in the
+ * same unit: epoch e books the share only if its edges would serve at
+ * least the steps that paid for them,
+ *
+ *     T − 2·s_e + 1 >= s_e,   i.e.   3·s_e <= T + 1
+ *
+ * (which implies 2·s_e <= T, the rule it replaces: no selection after the
+ * horizon).  It reads the configuration (T) and the step only: public, it
+ * costs nothing, and it binds only on the last selection of a stream, when
+ * T < 3·s_e − 1.  Before it, the last selection's edges were kept for as
+ * few as 1/2 of the steps that paid (4 500-row Adult at 50 rows a step, T =
+ * 90: epoch 32–63 paid, its edges served steps 64–90).  The other ideas of
+ * issue 39 were measured first and rejected (bench/RESULTS.md 2026-11-28
+ * "the horizon rule"): a sticky stop (no share after a selection that
+ * stops at its first pick) loses up to 1.35× on the full Adult — on a
+ * growing table a stop does not predict the next epoch, whose scores
+ * double while its penalty grows by √2 (simple counters) — and pausing one
+ * epoch after such a stop changed the small Adult by under 2 %. */
 #include "synth/marginal/marginal_forest.h"
 
 #include "core/dp_error.h"
@@ -116,7 +140,8 @@ int dp_forest_feeds(const marginal_release *m, uint32_t e, uint64_t sel_units)
     const dp_marginal_config *c = &m->cfg;
     const dp_forest *f = m->forest;
     uint64_t s_e = (uint64_t)1 << e, n = 0, cap = 0;
-    if (c->forest_edges == 0 || sel_units == 0 || e == 0 || 2 * s_e > c->horizon)
+    /* the edges picked at 2·s_e must serve at least the s_e steps that paid for them (the horizon rule) */
+    if (c->forest_edges == 0 || sel_units == 0 || e == 0 || 3 * s_e > c->horizon + 1)
         return 0;
     /* the candidates of the selection at 2·s_e: the cap from the same N̂ (a failed probe: none) */
     if (dp_forest_cell_cap(m, f->N, s_e - 1, 2 * s_e, &cap, NULL, 0) != DP_OK)
