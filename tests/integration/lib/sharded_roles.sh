@@ -1,0 +1,100 @@
+# sharded_roles.sh — sourced by the roles' integration tests
+# (run_sharded_roles.sh, run_sharded_roles_crash.sh; not a test itself).
+# Expects prelude.sh sourced and BIN, WORK set.  Provides KEY, PREFIX,
+# roles_config (a sharded window, a sharded cumulative and an unsharded
+# window stream on a 4-partition updates topic, ROLES_STEPS steps, 6
+# unless set), roles_input (their interleaved input with CLOSE_STEP
+# markers, and its replay: EXPECT = 3 × ROLES_STEPS manifests), roles_start ROLE ID LOG [run options] (appends its pid to
+# RUN_PIDS, LAST_PID), roles_released (committed manifests now) and
+# roles_same_as_replay (the committed releases and budget events, stream
+# by stream, byte-identical to the replay's).
+KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+ROLES_SEED=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed
+PREFIX=it-roles-$(cut -c1-8 /proc/sys/kernel/random/uuid)
+ROLES_STEPS=${ROLES_STEPS:-6}
+
+roles_config() {
+    cat > "$WORK/config.json" <<JSON
+{"topics": {"prefix": "$PREFIX", "partitions": 4},
+ "kafka": {"session.timeout.ms": "6000", "group.id": "$PREFIX.group"},
+ "delta": 1e-6,
+ "streams": [
+   {"prefix": "win/", "synthesizer": "window", "sharded": true,
+    "config": {"horizon": $ROLES_STEPS, "k": 2, "categories": 3, "rho": 0.5}},
+   {"prefix": "cum/", "synthesizer": "cumulative", "sharded": true,
+    "config": {"horizon": $ROLES_STEPS, "rho": 0.25}},
+   {"match": "plain", "synthesizer": "window",
+    "config": {"horizon": $ROLES_STEPS, "k": 2, "categories": 3, "rho": 0.5}}
+ ]}
+JSON
+}
+
+roles_input() {   # $1 = individuals of the sharded window stream
+    "$BIN" gen-panel --n "$1" --steps "$ROLES_STEPS" --categories 3 --stay 0.8 --seed-hex "$ROLES_SEED" --stream win/a \
+        --close-steps --out "$WORK/w.jsonl"
+    "$BIN" gen-panel --n 50 --steps "$ROLES_STEPS" --categories 2 --stay 0.8 --seed-hex "$ROLES_SEED" --stream cum/a \
+        --close-steps --out "$WORK/c.jsonl"
+    "$BIN" gen-panel --n 20 --steps "$ROLES_STEPS" --categories 3 --stay 0.8 --seed-hex "$ROLES_SEED" --stream plain \
+        --close-steps --out "$WORK/p.jsonl"
+    python3 - "$WORK" <<'PY'
+import sys
+w = sys.argv[1]
+lines = {s: open(f"{w}/{s}.jsonl").read().splitlines() for s in "wcp"}
+out = []
+while any(lines.values()):   # interleaved
+    for s in "wcp":
+        if lines[s]:
+            out.append(lines[s].pop(0))
+open(f"{w}/input.jsonl", "w").write("\n".join(out) + "\n")
+PY
+    "$BIN" replay --config "$WORK/config.json" --input "$WORK/input.jsonl" --out "$WORK/replay" --key-hex "$KEY" \
+        > /dev/null
+    EXPECT=$(grep -c '"type":"manifest"' "$WORK/replay/releases.jsonl")
+    [ "$EXPECT" -eq $((3 * ROLES_STEPS)) ] || fail "replay released $EXPECT steps, expected $((3 * ROLES_STEPS))"
+}
+
+roles_produce() {
+    "$BIN" produce --config "$WORK/config.json" --input "$WORK/input.jsonl" --partitions 4 \
+        > "$WORK/produce.out" 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
+}
+
+roles_start() {   # $1 = role, $2 = instance id, $3 = log name, then more `run` options
+    local role=$1 id=$2 log=$3
+    shift 3
+    "$BIN" run --config "$WORK/config.json" --key-hex "$KEY" --role "$role" --instance-id "$id" \
+        --chunk-records 7 --idle-timeout-ms 0 --progress-ms 2000 --dlq-commit-ms 300 "$@" \
+        >> "$WORK/$log.out" 2>> "$WORK/$log.err" &
+    LAST_PID=$!
+    RUN_PIDS+=("$LAST_PID")
+}
+
+roles_released() {
+    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
+        grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true
+    else
+        echo 0
+    fi
+}
+
+roles_same_as_replay() {
+    "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" \
+        || { cat "$WORK/export.err" >&2; fail "export found an inconsistent release"; }
+    python3 - "$WORK" <<'PY' || fail "the roles' outputs differ from replay"
+import sys, json
+w = sys.argv[1]
+def by_stream(path):
+    g = {}
+    for line in open(path):
+        g.setdefault(json.loads(line)["stream"], []).append(line)
+    return g
+ok = True
+for f in ["releases.jsonl", "budget.jsonl"]:
+    a, b = by_stream(f"{w}/replay/{f}"), by_stream(f"{w}/out/{f}")
+    if sorted(a) != sorted(b):
+        print(f"{f}: streams differ: {sorted(a)} vs {sorted(b)}"); ok = False; continue
+    for s in a:
+        if a[s] != b[s]:
+            print(f"{f}: stream {s}: {len(a[s])} replay lines vs {len(b[s])} Kafka lines differ"); ok = False
+sys.exit(0 if ok else 1)
+PY
+}
