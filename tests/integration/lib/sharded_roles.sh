@@ -1,6 +1,6 @@
 # sharded_roles.sh — sourced by the roles' integration tests
 # (run_sharded_roles.sh, run_sharded_roles_crash.sh; not a test itself).
-# Expects prelude.sh sourced and BIN, WORK set.  Provides KEY, PREFIX,
+# Expects prelude.sh sourced and BIN, ROOT, WORK set.  Provides KEY, PREFIX,
 # roles_config (a sharded window, a sharded cumulative and an unsharded
 # window stream on a 4-partition updates topic, ROLES_STEPS steps, 6
 # unless set), roles_input (their interleaved input with CLOSE_STEP
@@ -79,22 +79,6 @@ roles_released() {
 roles_same_as_replay() {
     "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err" \
         || { cat "$WORK/export.err" >&2; fail "export found an inconsistent release"; }
-    python3 - "$WORK" <<'PY' || fail "the roles' outputs differ from replay"
-import sys, json
-w = sys.argv[1]
-def by_stream(path):
-    g = {}
-    for line in open(path):
-        g.setdefault(json.loads(line)["stream"], []).append(line)
-    return g
-ok = True
-for f in ["releases.jsonl", "budget.jsonl"]:
-    a, b = by_stream(f"{w}/replay/{f}"), by_stream(f"{w}/out/{f}")
-    if sorted(a) != sorted(b):
-        print(f"{f}: streams differ: {sorted(a)} vs {sorted(b)}"); ok = False; continue
-    for s in a:
-        if a[s] != b[s]:
-            print(f"{f}: stream {s}: {len(a[s])} replay lines vs {len(b[s])} Kafka lines differ"); ok = False
-sys.exit(0 if ok else 1)
-PY
+    python3 "$ROOT/tests/integration/lib/same_by_stream.py" "$WORK/replay" "$WORK/out" \
+        || fail "the roles' outputs differ from replay"
 }
