@@ -13,7 +13,10 @@
 #   * the releases and budget events read back from the output topics are
 #     byte-identical to `dpstream replay` of the same input (which treats a
 #     sharded route as one stream), stream by stream;
-#   * `--role all` refuses the sharded configuration, naming the roles.
+#   * `--role all` refuses the sharded configuration, naming the roles;
+#   * a statistics record with its MAC broken stops a release instance
+#     with exit 5, naming shard and step, and nothing more is released
+#     (run_sharded_roles_crash.sh does the same with a repeated record).
 # Needs the broker of scripts/kafka-local.sh; only talks to 127.0.0.1.
 # Usage: bash run_sharded_roles.sh /path/to/dpstream
 set -euo pipefail
@@ -36,7 +39,8 @@ roles_input 60
 # --- the instances: both ingest instances own partitions before any input ---------------
 wait_log() {   # $1 = log, $2 = pattern, $3 = what, $4 = how many times (1)
     local deadline=$((SECONDS + 90))
-    until [ "$(grep -c "$2" "$WORK/$1.err" 2>/dev/null)" -ge "${4:-1}" ]; do
+    local n
+    until n=$(grep -c "$2" "$WORK/$1.err" 2>/dev/null || true); [ "${n:-0}" -ge "${4:-1}" ]; do
         [ $SECONDS -lt $deadline ] || fail "timed out waiting for $3"
         sleep 1
     done
@@ -74,4 +78,7 @@ plain=$(cat "$WORK/in1.err" "$WORK/in2.err" | grep -c "released step [0-9]* of s
 [ "$plain" -eq 6 ] || fail "the ingest role released $plain steps of the unsharded stream, expected 6"
 
 roles_same_as_replay
-echo "ok: 2 ingest + 1 release instances, 18 steps byte-identical to replay"
+
+# --- fail closed: a statistics record with a broken MAC stops the release instance ---------
+roles_refuse_record forged "fails authentication"
+echo "ok: 2 ingest + 1 release instances, 18 steps byte-identical to replay; a forged statistics record refused"

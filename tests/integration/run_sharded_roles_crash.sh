@@ -17,7 +17,9 @@
 #     replay's); each role was killed at least twice; a restarted ingest
 #     instance and a restarted release instance each restored streams;
 #   * the committed releases and budget events are byte-identical to
-#     `dpstream replay` of the same input — nothing lost, nothing twice.
+#     `dpstream replay` of the same input — nothing lost, nothing twice;
+#   * a statistics record written again (a step already released) stops a
+#     restarted release instance with exit 5, naming shard and step.
 # Knob: DPSTREAM_ROLES_KILLS (6, at least 4).
 # Needs the broker of scripts/kafka-local.sh; only talks to 127.0.0.1.
 # Usage: bash run_sharded_roles_crash.sh /path/to/dpstream
@@ -77,9 +79,9 @@ for ((k = 0; k < KILLS; k++)); do
     launch "$v"
 done
 [ "$killed_in" -ge 2 ] && [ "$killed_rel" -ge 2 ] || fail "each role must be killed at least twice"
-cat "$WORK"/in[12].[2-9].err | grep -q "restored [1-9][0-9]* stream(s) from $PREFIX.state " \
+grep -q "restored [1-9][0-9]* stream(s) from $PREFIX.state " "$WORK"/in[12].[2-9].err \
     || fail "no restarted ingest instance restored a stream"
-cat "$WORK"/rel.[2-9].err | grep -q "restored [1-9][0-9]* stream(s) from $PREFIX.release-state " \
+grep -q "restored [1-9][0-9]* stream(s) from $PREFIX.release-state " "$WORK"/rel.[2-9].err \
     || fail "no restarted release instance restored a stream"
 
 deadline=$((SECONDS + 300))
@@ -93,4 +95,5 @@ for i in in1 in2 rel; do kill -TERM "${PID[$i]}"; done
 for i in in1 in2 rel; do rc=0; wait "${PID[$i]}" || rc=$?; [ "$rc" -eq 0 ] || fail "$i exited $rc on SIGTERM"; done
 RUN_PIDS=()
 roles_same_as_replay
+roles_refuse_record repeat "repeats a step already released"
 echo "ok: $mid kills -9 inside open transactions (ingest $killed_in, release $killed_rel); $EXPECT steps byte-identical to replay"
