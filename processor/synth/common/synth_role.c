@@ -54,7 +54,7 @@ static const char *kind_of(uint32_t magic)
 
 /* The role snapshot's head checked against s; r left at the half's state. */
 static int role_head(dp_synth *s, dp_synth_role role, dp_reader *r, uint64_t *step, const char **cfg,
-                     size_t *cfg_len, char *errstr, size_t errstr_size)
+                     size_t *cfg_len, int read_only, char *errstr, size_t errstr_size)
 {
     const char *want = role == DP_SYNTH_ROLE_INGEST ? "ingest" : "release";
     uint32_t magic = dp_reader_u32(r);
@@ -77,6 +77,12 @@ static int role_head(dp_synth *s, dp_synth_role role, dp_reader *r, uint64_t *st
         return dp_err(errstr, errstr_size, DP_ECORRUPT, "%s stream '%s': its %s-role snapshot is of stream "
                       "'%.*s'; refusing it", s->ops->name, s->stream_id, want, (int)(sid_len < 120 ? sid_len : 120),
                       (const char *)sid);
+    if (read_only && fp_len == DP_KEY_FINGERPRINT_HEX - 1) {
+        /* inspection: the state's own key is reported, not checked */
+        memcpy(s->key_fp, fp, fp_len);
+        s->key_fp[fp_len] = '\0';
+        return DP_OK;
+    }
     if (fp_len != strlen(s->key_fp) || memcmp(fp, s->key_fp, fp_len) != 0)
         return dp_err(errstr, errstr_size, DP_EKEY, "%s stream '%s': its state was built with another noise key "
                       "(fingerprint %.*s, this key's is %s); refusing to continue — restart with the stream's "
@@ -85,9 +91,10 @@ static int role_head(dp_synth *s, dp_synth_role role, dp_reader *r, uint64_t *st
     return DP_OK;
 }
 
-int dp_synth_restore_role(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
-                          const dp_synth_env *env, const uint8_t *data, size_t len, char *errstr,
-                          size_t errstr_size)
+/* dp_synth_restore_role, or (read_only) dp_synth_open_role_read_only. */
+static int restore_role(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
+                        const dp_synth_env *env, const uint8_t *data, size_t len, int read_only, char *errstr,
+                        size_t errstr_size)
 {
     *out = NULL;
     dp_synth *s;
@@ -106,7 +113,8 @@ int dp_synth_restore_role(dp_synth **out, dp_synth_role role, const char *name, 
     uint64_t step;
     const char *cfg;
     size_t cfg_len;
-    rc = role_head(s, role, &r, &step, &cfg, &cfg_len, errstr, errstr_size);
+    s->read_only = read_only;
+    rc = role_head(s, role, &r, &step, &cfg, &cfg_len, read_only, errstr, errstr_size);
     if (rc != DP_OK) {
         dp_synth_destroy(s);
         return rc;
@@ -133,4 +141,18 @@ int dp_synth_restore_role(dp_synth **out, dp_synth_role role, const char *name, 
     }
     *out = s;
     return DP_OK;
+}
+
+int dp_synth_restore_role(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
+                          const dp_synth_env *env, const uint8_t *data, size_t len, char *errstr,
+                          size_t errstr_size)
+{
+    return restore_role(out, role, name, config, env, data, len, 0, errstr, errstr_size);
+}
+
+int dp_synth_open_role_read_only(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
+                                 const dp_synth_env *env, const uint8_t *data, size_t len, char *errstr,
+                                 size_t errstr_size)
+{
+    return restore_role(out, role, name, config, env, data, len, 1, errstr, errstr_size);
 }
