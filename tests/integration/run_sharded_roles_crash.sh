@@ -11,9 +11,10 @@
 # restores state it wrote: SYI1 shards, SYR1 + DPM1 release streams) and
 # its log shows another open at the broker, and restart it with the same
 # instance id.  Then:
-#   * every kill landed inside an open transaction (its incarnation's last
-#     txn_held has no txn_held_end after it, read after the kill) and
-#     while the run was unfinished (fewer committed releases than the
+#   * KILLS kills landed inside an open transaction (the incarnation's last
+#     txn_held has no txn_held_end after it, read after the kill; one the
+#     commit won the race with is not counted, at most 3 × KILLS tries),
+#     all while the run was unfinished (fewer committed releases than the
 #     replay's); each role was killed at least twice; a restarted ingest
 #     instance and a restarted release instance each restored streams;
 #   * the committed releases and budget events are byte-identical to
@@ -57,10 +58,14 @@ victim() {   # $1 = role: an instance of it that committed a transaction and hol
     done
     return 1
 }
-mid=0 killed_in=0 killed_rel=0
-for ((k = 0; k < KILLS; k++)); do
+mid=0 killed_in=0 killed_rel=0 k=0
+# A kill that lands just after its transaction committed (the commit won
+# the race with kill -9) is a crash all the same, but not counted: the
+# loop goes on until KILLS kills landed inside open transactions.
+while [ "$mid" -lt "$KILLS" ]; do
+    [ "$k" -lt $((3 * KILLS)) ] || fail "only $mid of $k kills landed inside an open transaction"
     role=ingest
-    [ $((k % 2)) -eq 0 ] || role=release
+    [ $((mid % 2)) -eq 0 ] || role=release
     deadline=$((SECONDS + 60))
     until v=$(victim $role); do
         for i in in1 in2 rel; do kill -0 "${PID[$i]}" 2>/dev/null || fail "$i exited early"; done
@@ -71,11 +76,15 @@ for ((k = 0; k < KILLS; k++)); do
     kill -KILL "${PID[$v]}"
     wait "${PID[$v]}" 2>/dev/null || true
     n=$(roles_released)
-    holding "$log" || fail "kill $k of $v did not land in an open transaction"
     [ "$n" -lt "$EXPECT" ] || fail "kill $k of $v came after the run was done ($n releases)"
-    mid=$((mid + 1))
-    [ "${ROLE[$v]}" = ingest ] && killed_in=$((killed_in + 1)) || killed_rel=$((killed_rel + 1))
-    echo "kill $k: $v (incarnation ${INC[$v]}) inside an open transaction, $n of $EXPECT releases committed"
+    if holding "$log"; then
+        mid=$((mid + 1))
+        [ "$role" = ingest ] && killed_in=$((killed_in + 1)) || killed_rel=$((killed_rel + 1))
+        echo "kill $k: $v (incarnation ${INC[$v]}) inside an open transaction, $n of $EXPECT releases committed"
+    else
+        echo "kill $k: $v (incarnation ${INC[$v]}) just after a commit (not counted), $n of $EXPECT releases committed"
+    fi
+    k=$((k + 1))
     launch "$v"
 done
 [ "$killed_in" -ge 2 ] && [ "$killed_rel" -ge 2 ] || fail "each role must be killed at least twice"
