@@ -4,6 +4,7 @@
  *   dpstream inspect-snapshot --config CONFIG.json [--bootstrap HOST:PORT] [--stream ID]
  *                             [--state-key-file F] [--key-file F | --key-hex H]
  *                             [--json] [--dump-state] [--timeout-ms MS] [--log-format text|json]
+ *                             [--release-state]
  *
  * Reads the config's state topic (read_committed, to its end), and for
  * each stream's newest snapshot (or only --stream's) prints: the stream and
@@ -14,7 +15,11 @@
  * (snapshot_inspect.h).  A sealed snapshot is opened with --state-key-file
  * (its seal verified), a plaintext one verified with its MAC under the
  * noise key (--key-file/--key-hex); given, the noise key is also checked
- * against the one the state was built with.
+ * against the one the state was built with.  The roles' state
+ * (docs/kafka.md §10): a configuration with a sharded route has its state
+ * topic read partition by partition (each shard's ingest-role snapshot
+ * sits under the stream's id in its own partition); --release-state reads
+ * <prefix>.release-state (each release stream's release half and merger).
  *
  * Never printed unless --dump-state is given: the state's other bytes —
  * rosters, per-entity values, exact counts, which are as private as the

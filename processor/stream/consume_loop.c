@@ -2,7 +2,10 @@
  * log order (the decisions of processor.h's table): decode, route, skip
  * what a restored snapshot already holds, dead-letter rejections, ingest
  * (runs of one stream's plain updates as one batch), close steps, and
- * append CLOSE_STEP markers after an idle timeout.
+ * append CLOSE_STEP markers after an idle timeout.  Under the ingest role
+ * an update keyed as a shard's goes to its partition's shard of a sharded
+ * stream, whose close publishes the shard's statistics instead of a
+ * release (docs/kafka.md §10).
  *
  * Owns: new streams until they are in the table, each stream's gate,
  * skip_below, pending and step timer, each partition's position and
@@ -11,7 +14,8 @@
  * idle-marker bookkeeping, and the progress counters n_msgs, n_steps,
  * n_dlq, n_markers.  Calls: route_table (an update's stream, the rule
  * replay shares), shard_key (the KEY_MISMATCH rule), synth (ingest,
- * close), snapshot_publish (the release and the snapshot), committer
+ * close, a shard's ingest close), role_state (a shard's statistics
+ * record), snapshot_publish (the release and the snapshot), committer
  * (transactions, produce, a partition consumed), processor_state (the
  * tables). */
 #include "stream/consume_loop.h"
