@@ -65,7 +65,8 @@ static void print_route_text(size_t i, const dp_stream_route *r, const dp_synth_
     if (r->sharded)
         printf("  %-12skeyed by stream id, a 0x00 byte and entity id, so its entities spread over every partition "
                "of the updates topic, each partition a shard; every CLOSE_STEP marker goes to every partition.  "
-               "`run` does not serve sharded routes yet: they need the ingest and release roles (docs/kafka.md "
+               "`run --role ingest` instances keep its shards and publish their statistics, `run --role release` "
+               "instances merge them and release; the single process (`--role all`) refuses it (docs/kafka.md "
                "§10)\n", "sharded");
     cli_plan_print(p);
     printf("  %-12son CLOSE_STEP markers and the step timer%s; %s\n", "steps close",

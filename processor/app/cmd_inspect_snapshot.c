@@ -4,6 +4,7 @@
  *   dpstream inspect-snapshot --config CONFIG.json [--bootstrap HOST:PORT] [--stream ID]
  *                             [--state-key-file F] [--key-file F | --key-hex H]
  *                             [--json] [--dump-state] [--timeout-ms MS] [--log-format text|json]
+ *                             [--release-state]
  *
  * Reads the config's state topic (read_committed, to its end), and for
  * each stream's newest snapshot (or only --stream's) prints: the stream and
@@ -14,7 +15,11 @@
  * (snapshot_inspect.h).  A sealed snapshot is opened with --state-key-file
  * (its seal verified), a plaintext one verified with its MAC under the
  * noise key (--key-file/--key-hex); given, the noise key is also checked
- * against the one the state was built with.
+ * against the one the state was built with.  The roles' state
+ * (docs/kafka.md §10): a configuration with a sharded route has its state
+ * topic read partition by partition (each shard's ingest-role snapshot
+ * sits under the stream's id in its own partition); --release-state reads
+ * <prefix>.release-state (each release stream's release half and merger).
  *
  * Never printed unless --dump-state is given: the state's other bytes —
  * rosters, per-entity values, exact counts, which are as private as the
@@ -54,7 +59,7 @@ static void inspect_usage(FILE *f)
     fprintf(f,
             "usage: dpstream inspect-snapshot --config CONFIG.json [--bootstrap HOST:PORT] [--stream ID]\n"
             "                                 [--state-key-file F] [--key-file F | --key-hex H]\n"
-            "                                 [--json] [--dump-state] [--timeout-ms MS]\n"
+            "                                 [--json] [--dump-state] [--timeout-ms MS] [--release-state]\n"
             "                                 [--log-format text|json]\n"
             "\n"
             "Decodes the newest snapshot of every stream (or of --stream ID) on the config's\n"
@@ -65,6 +70,9 @@ static void inspect_usage(FILE *f)
             "  --key-file/--key-hex the noise key: verifies plaintext snapshots' MAC, and checks\n"
             "                       that a state was built with this key\n"
             "  --json               one JSON document on stdout\n"
+            "  --release-state      read the release role's <prefix>.release-state instead (a sharded\n"
+            "                       stream's release half and merger; a sharded configuration's state\n"
+            "                       topic holds each shard's ingest snapshot in its own partition)\n"
             "  --dump-state         also print each opened state's bytes in hex — PRIVATE: rosters,\n"
             "                       per-entity values, exact counts; handle it like the input\n"
             "  --timeout-ms MS      give up reading the state topic after MS (default 30000)\n"
@@ -179,11 +187,21 @@ static void print_text(const dp_snapshot_view *v, const dp_state_record *prog, i
     }
     printf("  %-12s%s; opened, %s\n", "status", dp_synth_exhausted(v->synth) ? "EXHAUSTED" : "ACTIVE",
            v->sealed ? "seal verified" : "MAC verified");
-    printf("  %-12sstep %" PRIu64 "\n", "open step", dp_synth_open_step(v->synth));
+    if (v->kind == DP_SYNTH_ROLE_RELEASE)
+        printf("  %-12srelease role (docs/kafka.md §10): step %" PRIu64 " released next; %zu bytes of merger state "
+               "(the statistics of steps not all shards have sent)\n", "kind",
+               dp_synth_release_next_step(v->synth), v->merger_bytes);
+    else
+        printf("  %-12sstep %" PRIu64 "\n", "open step", dp_synth_open_step(v->synth));
+    if (v->kind == DP_SYNTH_ROLE_INGEST)
+        printf("  %-12singest role (docs/kafka.md §10): shard %" PRId32 " of a sharded stream; its closed steps' "
+               "statistics went to the stats topic\n", "kind", v->partition);
     printf("  %-12sfingerprint %s (%s)\n", "noise key", v->key_fingerprint,
            v->key_checked ? "the given key's" : "not checked: no --key-file");
-    const dp_ledger *l = dp_synth_ledger(v->synth);
-    if (!l) {
+    const dp_ledger *l = v->kind == DP_SYNTH_ROLE_INGEST ? NULL : dp_synth_ledger(v->synth);
+    if (v->kind == DP_SYNTH_ROLE_INGEST) {
+        printf("  %-12snone in a shard: the release role keeps the stream's (inspect --release-state)\n", "ledger");
+    } else if (!l) {
         printf("  %-12snone: w-event budgets are per window (the budget events carry each window's spend)\n",
                "ledger");
     } else {
@@ -257,11 +275,18 @@ static json_t *view_json(const dp_snapshot_view *v, const dp_state_record *prog,
     json_object_set_new(o, "error", v->status == DP_OK ? json_null() : json_string(v->error));
     if (v->status != DP_OK)
         return o;
-    json_object_set_new(o, "open_step", json_integer((json_int_t)dp_synth_open_step(v->synth)));
+    static const char *const KIND[] = {"combined", "ingest", "release"};
+    json_object_set_new(o, "kind", json_string(KIND[v->kind]));
+    json_object_set_new(o, "open_step", v->kind == DP_SYNTH_ROLE_RELEASE
+                                            ? json_null() : json_integer((json_int_t)dp_synth_open_step(v->synth)));
+    if (v->kind == DP_SYNTH_ROLE_RELEASE) {
+        json_object_set_new(o, "next_release_step", json_integer((json_int_t)dp_synth_release_next_step(v->synth)));
+        json_object_set_new(o, "merger_state_bytes", json_integer((json_int_t)v->merger_bytes));
+    }
     json_object_set_new(o, "exhausted", json_boolean(dp_synth_exhausted(v->synth)));
     json_object_set_new(o, "key_fingerprint", json_string(v->key_fingerprint));
     json_object_set_new(o, "noise_key_checked", json_boolean(v->key_checked));
-    const dp_ledger *l = dp_synth_ledger(v->synth);
+    const dp_ledger *l = v->kind == DP_SYNTH_ROLE_INGEST ? NULL : dp_synth_ledger(v->synth);
     json_object_set_new(o, "ledger", l ? ledger_json(l) : json_null());
     if (v->has_plan) {
         json_t *p = json_object();
@@ -299,7 +324,7 @@ static int worse(int a, int b)
 /* The command line, as parsed. */
 typedef struct inspect_args {
     const char *config_path, *bootstrap, *stream, *state_key_file, *key_file, *key_hex;
-    int         as_json, dump;
+    int         as_json, dump, release_state;
     uint64_t    timeout_ms;
 } inspect_args;
 
@@ -321,6 +346,10 @@ static int parse_inspect_args(const char *cmd, int argc, char **argv, inspect_ar
         }
         if (strcmp(o, "--dump-state") == 0) {
             a->dump = 1;
+            continue;
+        }
+        if (strcmp(o, "--release-state") == 0) {
+            a->release_state = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -352,12 +381,13 @@ static int parse_inspect_args(const char *cmd, int argc, char **argv, inspect_ar
     return -1;
 }
 
-/* Every stream's snapshot in `latest` (the state topic read to its end),
- * in key order, as text or one JSON document; the exit status. */
-static int show_snapshots(const char *cmd, const inspect_args *a, const dp_stream_config *cfg, dp_codec *codec,
-                          dp_bytes_map *latest, const dp_key *state_key, const dp_key *noise_key)
+/* The snapshots of one map (the state topic, or one partition of it), in
+ * key order, printed or added to doc; how many were shown added to *shown;
+ * the exit status so far. */
+static int show_map(const char *cmd, const inspect_args *a, const dp_stream_config *cfg, dp_codec *codec,
+                    dp_bytes_map *latest, const dp_key *state_key, const dp_key *noise_key, json_t *doc,
+                    size_t *shown)
 {
-    /* Chunk 0 of each stream's snapshot, in key order (the output's order). */
     size_t n_all = 0;
     const dp_bytes_map_slot **keys = dp_bytes_map_sorted(latest, NULL, &n_all);
     if (!keys) {
@@ -365,15 +395,6 @@ static int show_snapshots(const char *cmd, const inspect_args *a, const dp_strea
         return CLI_EXIT_FAILED;
     }
     int status = CLI_EXIT_OK;
-    json_t *doc = NULL;
-    if (a->as_json) {
-        doc = json_object();
-        json_object_set_new(doc, "state_topic", json_string(cfg->topic_state));
-        json_object_set_new(doc, "streams", json_array());
-    } else {
-        printf("state topic %s, read to its end (committed records only)\n", cfg->topic_state);
-    }
-    size_t shown = 0;
     for (size_t i = 0; i < n_all; i++) {
         const dp_bytes_map_slot *s = keys[i];
         if (!s->value || dp_state_key_is_chunk(s->key, s->key_len) || is_reserved(s->key, s->key_len))
@@ -402,8 +423,31 @@ static int show_snapshots(const char *cmd, const inspect_args *a, const dp_strea
                    "printed the PRIVATE state of stream '%s' (--dump-state)", v.stream_id);
         status = worse(status, view_exit(&v));
         dp_snapshot_view_free(&v);
-        shown++;
+        (*shown)++;
     }
+    free(keys);
+    return status;
+}
+
+/* Every stream's snapshot in maps[0..n_maps) (the state topic read to its
+ * end: one map, or one per partition when a key lives in several — a
+ * sharded stream's shards, docs/kafka.md §10), as text or one JSON
+ * document; the exit status. */
+static int show_snapshots(const char *cmd, const inspect_args *a, const dp_stream_config *cfg, dp_codec *codec,
+                          dp_bytes_map *maps, int32_t n_maps, const dp_key *state_key, const dp_key *noise_key)
+{
+    int status = CLI_EXIT_OK;
+    json_t *doc = NULL;
+    if (a->as_json) {
+        doc = json_object();
+        json_object_set_new(doc, "state_topic", json_string(cfg->topic_state));
+        json_object_set_new(doc, "streams", json_array());
+    } else {
+        printf("state topic %s, read to its end (committed records only)\n", cfg->topic_state);
+    }
+    size_t shown = 0;
+    for (int32_t i = 0; i < n_maps; i++)
+        status = worse(status, show_map(cmd, a, cfg, codec, &maps[i], state_key, noise_key, doc, &shown));
     if (a->stream && shown == 0) {
         cli_fail(cmd, "no snapshot of stream '%s' in %s (nothing committed for it yet?)", a->stream,
                  cfg->topic_state);
@@ -414,7 +458,6 @@ static int show_snapshots(const char *cmd, const inspect_args *a, const dp_strea
         fputc('\n', stdout);
     }
     json_decref(doc);
-    free(keys);
     return status;
 }
 
@@ -439,8 +482,11 @@ int cmd_inspect_snapshot(int argc, char **argv)
     status = CLI_EXIT_OK;
     dp_stream_config *cfg = NULL;
     dp_codec *codec = NULL;
-    dp_bytes_map latest;
+    dp_bytes_map latest, *parts = &latest;
     dp_bytes_map_init(&latest);
+    int32_t n_parts = 1;
+    dp_stream_config rcfg;
+    char rs_topic[300];
     int rc = dp_stream_config_load_file(&cfg, a.config_path, err, sizeof err);
     if (rc != DP_OK) {
         cli_fail(cmd, "%s", err);
@@ -457,16 +503,38 @@ int cmd_inspect_snapshot(int argc, char **argv)
         goto out;
     keep_ctx kc = {.stream = a.stream, .len = a.stream ? strlen(a.stream) : 0};
     const char *bootstrap = a.bootstrap ? a.bootstrap : dp_kafka_bootstrap_env();
-    rc = dp_state_read_topic(cfg, bootstrap, keep_key, &kc, (int)a.timeout_ms, &latest, err, sizeof err);
+    /* The roles' state (docs/kafka.md §10): a sharded stream's shards keep
+     * their snapshots under one key in their own partitions, so such a
+     * topic is read partition by partition; --release-state reads the
+     * release role's topic. */
+    int split = a.release_state;
+    for (size_t i = 0; i < cfg->n_routes; i++)
+        split |= cfg->routes[i].sharded;
+    if (a.release_state) {
+        snprintf(rs_topic, sizeof rs_topic, "%s.release-state", cfg->topic_prefix);
+        rcfg = *cfg;
+        rcfg.topic_state = rs_topic;
+    }
+    const dp_stream_config *rd = a.release_state ? &rcfg : cfg;
+    if (split)
+        rc = dp_state_read_topic_split(rd, bootstrap, keep_key, &kc, (int)a.timeout_ms, &parts, &n_parts, err,
+                                       sizeof err);
+    else
+        rc = dp_state_read_topic(rd, bootstrap, keep_key, &kc, (int)a.timeout_ms, &latest, err, sizeof err);
     if (rc != DP_OK) {
         cli_fail(cmd, "%s", err);
         status = rc == DP_EINVAL ? CLI_EXIT_USAGE : rc == DP_EIO ? CLI_EXIT_KAFKA : CLI_EXIT_FAILED;
         goto out;
     }
-    status = show_snapshots(cmd, &a, cfg, codec, &latest, have_state ? &state_key : NULL,
+    status = show_snapshots(cmd, &a, rd, codec, parts, n_parts, have_state ? &state_key : NULL,
                             have_noise ? &noise_key : NULL);
 out:
     dp_state_read_free(&latest);
+    if (parts != &latest) {
+        for (int32_t i = 0; parts && i < n_parts; i++)
+            dp_state_read_free(&parts[i]);
+        free(parts);
+    }
     dp_codec_destroy(codec);
     dp_stream_config_free(cfg);
     if (have_noise)

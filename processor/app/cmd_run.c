@@ -53,13 +53,18 @@ static void run_usage(FILE *f)
             "                    [--idle-timeout-ms MS] [--progress-ms MS] [--dlq-commit-ms MS]\n"
             "                    [--snapshot-chunk-bytes N] [--log-level error|warn|info|debug]\n"
             "                    [--http HOST:PORT [--http-input-metrics]]\n"
-            "                    [--log-format text|json]\n"
+            "                    [--log-format text|json] [--role all|ingest|release]\n"
             "\n"
             "Consumes the config's updates topic in a consumer group and, for every\n"
             "closed step of every stream, commits one Kafka transaction with the\n"
             "release, the budget event, the stream's snapshot and the input offsets.\n"
             "  --key-file/--key-hex  the secret noise key (32 bytes)\n"
             "  --state-key-file F    encrypt snapshots with this 32-byte key (libsodium AEAD)\n"
+            "  --role R              all (default): the single process (no sharded routes);\n"
+            "                        ingest: unsharded routes as with all, and each sharded stream's\n"
+            "                        shards, publishing their statistics to <prefix>.stats;\n"
+            "                        release: merge <prefix>.stats and release the sharded streams\n"
+            "                        (group <group>.release; docs/kafka.md section 10)\n"
             "  --instance-id ID      stable per instance, distinct between instances (default\n"
             "                        $DPSTREAM_INSTANCE_ID, else the host name)\n"
             "  --chunk-records N     synthetic records per Kafka message (default 1000)\n"
@@ -89,7 +94,7 @@ static void run_usage(FILE *f)
 
 /* The command line, as parsed. */
 typedef struct run_args {
-    const char *config_path, *key_file, *key_hex, *state_key_file, *instance_id, *log_level, *http;
+    const char *config_path, *key_file, *key_hex, *state_key_file, *instance_id, *log_level, *http, *role;
     uint64_t chunk, idle, progress, dlq_ms, debug_delay, snap_chunk, restore_delay, connect_ms;
     int http_input;
 } run_args;
@@ -135,6 +140,7 @@ static int parse_run_args(const char *cmd, int argc, char **argv, run_args *a)
         else if (strcmp(o, "--debug-restore-delay-ms") == 0) num = &a->restore_delay;
         else if (strcmp(o, "--connect-timeout-ms") == 0) num = &a->connect_ms;
         else if (strcmp(o, "--http") == 0) a->http = v;
+        else if (strcmp(o, "--role") == 0) a->role = v;
         else {
             run_usage(stderr);
             return cli_fail(cmd, "unknown option '%s'", o);
@@ -165,6 +171,8 @@ static int check_run_args(const char *cmd, const run_args *a)
     dp_log_set_level(lvl);
     if (a->http_input && !a->http)
         return cli_fail(cmd, "--http-input-metrics needs --http");
+    if (a->role && strcmp(a->role, "all") != 0 && strcmp(a->role, "ingest") != 0 && strcmp(a->role, "release") != 0)
+        return cli_fail(cmd, "--role must be all, ingest or release");
     return -1;
 }
 
@@ -191,6 +199,13 @@ static void run_env_free(run_env *e)
 
 /* Keys, configuration, the registry's ids and the HTTP server; -1 to go
  * on, else the exit status (e holds only what needs run_env_free). */
+static dp_processor_role role_of(const run_args *a)
+{
+    if (a->role && strcmp(a->role, "ingest") == 0)
+        return DP_PROCESSOR_ROLE_INGEST;
+    return a->role && strcmp(a->role, "release") == 0 ? DP_PROCESSOR_ROLE_RELEASE : DP_PROCESSOR_ROLE_ALL;
+}
+
 static int run_setup(const char *cmd, const run_args *a, run_env *e, char *err, size_t errsz)
 {
     if (cli_load_key(cmd, a->key_file, a->key_hex, &e->key) != 0)
@@ -206,13 +221,14 @@ static int run_setup(const char *cmd, const run_args *a, run_env *e, char *err, 
         return cli_fail(cmd, "%s", err);
     }
     /* A sharded stream is on every partition: one consumer of a partition
-     * holds only a shard of it, whose statistics a release stage must
-     * merge (docs/kafka.md §10); until the roles exist, refuse it. */
-    for (size_t i = 0; i < e->cfg->n_routes; i++)
+     * holds only a shard of it, whose statistics a release instance merges
+     * (docs/kafka.md §10); the single process refuses it. */
+    for (size_t i = 0; i < e->cfg->n_routes && role_of(a) == DP_PROCESSOR_ROLE_ALL; i++)
         if (e->cfg->routes[i].sharded) {
             run_env_free(e);
-            return cli_fail(cmd, "streams[%zu] is sharded: `run` does not serve sharded routes yet (they need "
-                            "separate ingest and release roles, docs/kafka.md §10)", i);
+            return cli_fail(cmd, "streams[%zu] is sharded: the single process (--role all) does not serve sharded "
+                            "routes; run --role ingest instances and --role release instances (docs/kafka.md §10)",
+                            i);
         }
     if (cli_warn_not_dp_routes(e->cfg, 1, err, errsz) != DP_OK) {
         run_env_free(e);
@@ -286,6 +302,7 @@ int cmd_run(int argc, char **argv)
                               .debug_restore_delay_ms = (int64_t)a.restore_delay,
                               .connect_timeout_ms = (int64_t)a.connect_ms,
                               .registry = e.registry,
+                              .role = role_of(&a),
                               .stop = &run_stop};
     err[0] = '\0';
     int rc = dp_processor_run(&o, err, sizeof err);

@@ -2,7 +2,10 @@
  * log order (the decisions of processor.h's table): decode, route, skip
  * what a restored snapshot already holds, dead-letter rejections, ingest
  * (runs of one stream's plain updates as one batch), close steps, and
- * append CLOSE_STEP markers after an idle timeout.
+ * append CLOSE_STEP markers after an idle timeout.  Under the ingest role
+ * an update keyed as a shard's goes to its partition's shard of a sharded
+ * stream, whose close publishes the shard's statistics instead of a
+ * release (docs/kafka.md §10).
  *
  * Owns: new streams until they are in the table, each stream's gate,
  * skip_below, pending and step timer, each partition's position and
@@ -11,7 +14,8 @@
  * idle-marker bookkeeping, and the progress counters n_msgs, n_steps,
  * n_dlq, n_markers.  Calls: route_table (an update's stream, the rule
  * replay shares), shard_key (the KEY_MISMATCH rule), synth (ingest,
- * close), snapshot_publish (the release and the snapshot), committer
+ * close, a shard's ingest close), role_state (a shard's statistics
+ * record), snapshot_publish (the release and the snapshot), committer
  * (transactions, produce, a partition consumed), processor_state (the
  * tables). */
 #include "stream/consume_loop.h"
@@ -28,6 +32,7 @@
 #include "stream/processor_internal.h"
 #include "stream/committer.h"
 #include "stream/kafka_util.h"
+#include "stream/role_state.h"
 #include "stream/route_table.h"
 #include "stream/shard_key.h"
 #include "stream/snapshot_publish.h"
@@ -92,6 +97,20 @@ static int held_applied(void *ctx, const dp_update *u, uint64_t origin, const ui
                           reason, dp_reject_reason_text(reason), 1);
 }
 
+/* A shard's close (ingest role, docs/kafka.md §10): its ingest half alone,
+ * its exact statistics of the step to <prefix>.stats in the close's
+ * transaction — every shard, every step, empty or not. */
+static int close_shard(proc *p, ps_stream *s, int *again, char *err, size_t n)
+{
+    dp_stats st;
+    dp_stats_init(&st, 0);
+    int rc = dp_gate_close_ingest(&s->gate, &st, held_applied, p, again, err, n);
+    if (rc == DP_OK)
+        rc = ps_shard_stats_publish(p, s, &st, err, n);
+    dp_stats_free(&st);
+    return rc;
+}
+
 /* Close s's open step (and the next ones while the gate asks for it: held
  * updates can complete a roster); the message at `offset` triggered it. */
 static int close_step(proc *p, ps_stream *s, int64_t offset)
@@ -105,7 +124,8 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
         dp_release_sink sink = ps_release_begin(p, s);
         char err[512];
         err[0] = '\0';
-        rc = dp_gate_close(&s->gate, &sink, held_applied, p, &again, err, sizeof err);
+        rc = s->kind == PS_STREAM_SHARD ? close_shard(p, s, &again, err, sizeof err)
+                                        : dp_gate_close(&s->gate, &sink, held_applied, p, &again, err, sizeof err);
         if (rc != DP_OK) {
             dp_log_event(DP_LOG_ERROR, "step_close_failed", s->id, s->id_len, p->closing_step,
                          "closing step %" PRIu64 " of stream '%s' failed: %s", p->closing_step, s->id,
@@ -131,8 +151,13 @@ static int close_step(proc *p, ps_stream *s, int64_t offset)
         if ((rc = ps_txn_commit(p, 0)) != DP_OK)
             return rc;
         p->n_steps++;
-        dp_log_event(DP_LOG_INFO, "step_released", s->id, s->id_len, p->closing_step,
-                     "released step %" PRIu64 " of stream '%s'", p->closing_step, s->id);
+        if (s->kind == PS_STREAM_SHARD)
+            dp_log_event(DP_LOG_INFO, "shard_step_closed", s->id, s->id_len, p->closing_step,
+                         "closed step %" PRIu64 " of stream '%s' shard %" PRId32 ": statistics published",
+                         p->closing_step, s->id, s->partition);
+        else
+            dp_log_event(DP_LOG_INFO, "step_released", s->id, s->id_len, p->closing_step,
+                         "released step %" PRIu64 " of stream '%s'", p->closing_step, s->id);
     }
     return DP_OK;
 }
@@ -168,11 +193,11 @@ static int accepted(proc *p, ps_stream *s, int64_t offset)
  * state for the stream and each spend its budget.  The check needs only
  * the message's own key, partition and stream field (shard_key.h: the one
  * rule; `run` serves no sharded route yet, stream_config.h). */
-static int key_mismatch(proc *p, const rd_kafka_message_t *m, const dp_update *u, char *msg, size_t n)
+static int key_mismatch(proc *p, const rd_kafka_message_t *m, const dp_update *u, int sharded, char *msg, size_t n)
 {
     /* the key first: the partition count costs a metadata request the first time */
-    return dp_update_key_mismatch(p->cfg->partitioner, u, 0, m->key, m->key_len, m->partition, 0, msg, n) ||
-           dp_update_key_mismatch(p->cfg->partitioner, u, 0, m->key, m->key_len, m->partition,
+    return dp_update_key_mismatch(p->cfg->partitioner, u, sharded, m->key, m->key_len, m->partition, 0, msg, n) ||
+           dp_update_key_mismatch(p->cfg->partitioner, u, sharded, m->key, m->key_len, m->partition,
                                   ps_input_partition_count(p), msg, n);
 }
 
@@ -183,12 +208,36 @@ typedef struct placement {
     const dp_update          *u;
     char                     *msg;
     size_t                    msg_size;
+    int                       sharded;   /* the key is a shard's (ingest role, docs/kafka.md §10) */
 } placement;
 
 static int placement_refused(void *ctx)
 {
     placement *pl = ctx;
-    return key_mismatch(pl->p, pl->m, pl->u, pl->msg, pl->msg_size);
+    return key_mismatch(pl->p, pl->m, pl->u, pl->sharded, pl->msg, pl->msg_size);
+}
+
+/* An update keyed as a shard's (stream id ‖ 0x00 ‖ entity: shard_key.h):
+ * under the ingest role, of a sharded route, in the partition its key
+ * gives (a marker: any), it goes to the shard of its partition, whose
+ * table key is put in tk[0..*tk_len) — DP_OK.  Else the dead letter that
+ * says why (DP_ENOTFOUND when one was written). */
+static int shard_key_route(proc *p, const rd_kafka_message_t *m, const dp_update *u, char *tk, size_t *tk_len,
+                           char *msg, size_t n)
+{
+    const dp_stream_route *r = dp_stream_config_route(p->cfg, u->stream_id, u->stream_id_len);
+    int rc;
+    if (!r)
+        rc = dead_letter(p, m, DP_REJECT_UNKNOWN_STREAM, dp_reject_reason_text(DP_REJECT_UNKNOWN_STREAM));
+    else if (!r->sharded || p->o->role != DP_PROCESSOR_ROLE_INGEST || key_mismatch(p, m, u, 1, msg, n))
+        rc = dead_letter(p, m, DP_REJECT_KEY_MISMATCH,
+                         key_mismatch(p, m, u, r->sharded && p->o->role == DP_PROCESSOR_ROLE_INGEST, msg, n) ? msg
+                                                                                                            : "");
+    else if (!(*tk_len = ps_shard_table_key(u->stream_id, u->stream_id_len, m->partition, tk, *tk_len)))
+        rc = dead_letter(p, m, DP_REJECT_KEY_MISMATCH, "stream id too long");
+    else
+        return DP_OK;
+    return rc == DP_OK ? DP_ENOTFOUND : rc;
 }
 
 static const dp_stream_route *stream_route_of(const void *stream, int32_t *partition)
@@ -221,13 +270,17 @@ static int open_stream(proc *p, const rd_kafka_message_t *m, const dp_update *u,
 
 static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *u)
 {
-    char msg[384];
-    int rc;
-    if (!m->key || m->key_len != u->stream_id_len || memcmp(m->key, u->stream_id, m->key_len) != 0)
-        return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, key_mismatch(p, m, u, msg, sizeof msg) ? msg : "");
-    placement pl = {.p = p, .m = m, .u = u, .msg = msg, .msg_size = sizeof msg};
+    char msg[384], tk[DP_SHARD_TABLE_KEY_MAX];
+    size_t tk_len = sizeof tk;
+    int rc, sharded = m->key && memchr(m->key, DP_SHARD_KEY_SEP, m->key_len) != NULL;
+    if (sharded && (rc = shard_key_route(p, m, u, tk, &tk_len, msg, sizeof msg)) != DP_OK)
+        return rc == DP_ENOTFOUND ? DP_OK : rc;
+    if (!sharded && (!m->key || m->key_len != u->stream_id_len || memcmp(m->key, u->stream_id, m->key_len) != 0))
+        return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, key_mismatch(p, m, u, 0, msg, sizeof msg) ? msg : "");
+    placement pl = {.p = p, .m = m, .u = u, .msg = msg, .msg_size = sizeof msg, .sharded = sharded};
     dp_route_table t = {.cfg = p->cfg, .streams = &p->streams, .route_of = stream_route_of,
-                        .misplaced = placement_refused, .ctx = &pl};
+                        .misplaced = placement_refused, .ctx = &pl, .table_key = sharded ? tk : NULL,
+                        .table_key_len = tk_len};
     void *found = NULL;
     const dp_stream_route *route = NULL;
     ps_stream *s = NULL;
@@ -245,6 +298,8 @@ static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *
                  route->max_streams, m->partition, route->max_streams);
         return dead_letter(p, m, DP_REJECT_STREAM_LIMIT, msg);
     case DP_ROUTE_NEW:
+        if (route->sharded != sharded)   /* a sharded route's update keyed by its stream id alone */
+            return dead_letter(p, m, DP_REJECT_KEY_MISMATCH, key_mismatch(p, m, u, 1, msg, sizeof msg) ? msg : "");
         if ((rc = open_stream(p, m, u, route, &s)) != DP_OK)
             return rc;
         break;
@@ -527,9 +582,11 @@ void ps_idle_markers(proc *p)
                         .kind = DP_UPDATE_CLOSE_STEP};
         p->loop_enc.len = 0;
         char err[256];
+        /* a shard's marker is keyed as a shard's (shard_key.h): its partition's step closes */
         if (dp_codec_encode_update_buf(p->codec, &mk, &p->loop_enc, err, sizeof err) != DP_OK ||
             ps_produce(p, p->marker_producer, p->cfg->topic_updates, s->partition, dp_codec_type_name(DP_CODEC_UPDATE),
-                    s->id, s->id_len, p->loop_enc.data, p->loop_enc.len) != DP_OK) {
+                    s->tkey, s->kind == PS_STREAM_SHARD ? s->id_len + 1 : s->id_len, p->loop_enc.data,
+                    p->loop_enc.len) != DP_OK) {
             dp_log_event(DP_LOG_WARN, "idle_marker", s->id, s->id_len, open,
                          "could not append a CLOSE_STEP marker for stream '%s'; will retry", s->id);
             continue;

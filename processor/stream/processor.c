@@ -7,10 +7,11 @@
  *
  * Owns: the options and configuration, the group and instance ids, the
  * clients (consumer, producer, marker_producer, queue), the codec, the
- * batch clock (now) and the progress log's marks.  Calls: consume_loop
- * (the batch), committer (transactions), rebalance (re-seek, rewind),
+ * batch clock (now) and the progress log's marks, and the roles' topics
+ * and shard count (docs/kafka.md §10).  Calls: consume_loop (the batch),
+ * release_loop (the release role's batch), committer (transactions), rebalance (re-seek, rewind),
  * snapshot_publish (its buffers), processor_state (the tables, fatal),
- * state_layout, kafka_util. */
+ * state_layout, kafka_util, stats (the merge scratch). */
 #include "stream/processor.h"
 
 #include <time.h>
@@ -31,6 +32,7 @@
 #include "stream/consume_loop.h"
 #include "stream/kafka_util.h"
 #include "stream/rebalance.h"
+#include "stream/release_loop.h"
 #include "stream/snapshot_publish.h"
 #include "stream/state_layout.h"
 
@@ -89,9 +91,12 @@ int dp_processor_transactional_id(const char *group_id, const char *instance_id,
 static int create_topics(proc *p, char *errstr, size_t errn)
 {
     const dp_stream_config *c = p->cfg;
-    dp_topic_spec specs[] = {dp_kafka_topic_spec(c, c->topic_updates, 0), dp_kafka_topic_spec(c, c->topic_synthetic, 0),
-                             dp_kafka_topic_spec(c, c->topic_budget, 0), dp_kafka_topic_spec(c, c->topic_dead_letter, 0)};
-    int rc = dp_kafka_create_topics(p->producer, specs, sizeof specs / sizeof specs[0], KAFKA_TIMEOUT_MS, errstr, errn);
+    /* the roles' statistics topic: deleted after retention, not compacted (docs/kafka.md §10) */
+    dp_topic_spec specs[] = {dp_kafka_topic_spec(c, p->o->config->topic_updates, 0),
+                             dp_kafka_topic_spec(c, c->topic_synthetic, 0), dp_kafka_topic_spec(c, c->topic_budget, 0),
+                             dp_kafka_topic_spec(c, c->topic_dead_letter, 0), dp_kafka_topic_spec(c, p->topic_stats, 0)};
+    size_t n_specs = sizeof specs / sizeof specs[0] - (p->o->role == DP_PROCESSOR_ROLE_ALL);
+    int rc = dp_kafka_create_topics(p->producer, specs, n_specs, KAFKA_TIMEOUT_MS, errstr, errn);
     int32_t n = 0;
     if (rc == DP_OK)
         rc = dp_kafka_topic_partitions(p->producer, c->topic_updates, KAFKA_TIMEOUT_MS, &n, errstr, errn);
@@ -123,6 +128,10 @@ static int setup(proc *p, char *errstr, size_t errn)
     snprintf(p->group_id, sizeof p->group_id, "%s", gid ? gid : p->cfg->topic_prefix);
     if (!gid)
         snprintf(p->group_id, sizeof p->group_id, "%s.processor", p->cfg->topic_prefix);
+    if (p->o->role == DP_PROCESSOR_ROLE_RELEASE) {   /* a group of its own (docs/kafka.md §10) */
+        size_t gl = strlen(p->group_id);
+        snprintf(p->group_id + gl, sizeof p->group_id - gl, ".release");
+    }
     const char *mmb = config_value(p->cfg, "message.max.bytes");
     p->max_message_bytes = mmb ? (size_t)strtoull(mmb, NULL, 10) : 1000000;
     if (p->max_message_bytes < 1000)
@@ -185,6 +194,11 @@ static int setup(proc *p, char *errstr, size_t errn)
     if (rc == DP_OK)
         rc = dp_state_layout_check(p->cfg, p->o->bootstrap_override, p->producer, p->marker_producer, p->instance_id,
                                    errstr, errn);
+    /* The release role's shard count: the updates topic's partitions, what
+     * every statistics record must say (a changed count is refused). */
+    if (rc == DP_OK && p->o->role == DP_PROCESSOR_ROLE_RELEASE)
+        rc = dp_kafka_topic_partitions(p->producer, p->o->config->topic_updates, KAFKA_TIMEOUT_MS, &p->shard_count,
+                                       errstr, errn);
     if (rc != DP_OK)
         return rc;
     /* Fences any zombie with the same transactional.id and aborts its open
@@ -290,6 +304,7 @@ static void teardown(proc *p)
     }
     ps_state_free(p);
     ps_release_free(p);
+    dp_stats_free(&p->merged);
     dp_codec_destroy(p->codec);
     ps_consume_free(p);
     ps_committer_free(p);
@@ -303,6 +318,16 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
     memset(&p, 0, sizeof p);
     p.o = o;
     p.cfg = o->config;
+    snprintf(p.topic_stats, sizeof p.topic_stats, "%s.stats", o->config->topic_prefix);
+    if (o->role == DP_PROCESSOR_ROLE_RELEASE) {
+        /* the release role is this processor over the statistics topic, its
+         * state in a topic co-partitioned with that one (docs/kafka.md §10) */
+        snprintf(p.topic_release_state, sizeof p.topic_release_state, "%s.release-state", o->config->topic_prefix);
+        p.role_cfg = *o->config;
+        p.role_cfg.topic_updates = p.topic_stats;
+        p.role_cfg.topic_state = p.topic_release_state;
+        p.cfg = &p.role_cfg;
+    }
     ps_state_init(&p);
     dp_codec_options copts;
     dp_stream_config_codec_options(p.cfg, &copts);
@@ -325,6 +350,8 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
         int hr = DP_OK;
         if (p.generation != generation && n > 0)
             hr = p.fatal ? DP_OK : ps_reseek_assigned(&p);
+        else if (o->role == DP_PROCESSOR_ROLE_RELEASE)
+            hr = ps_release_handle_batch(&p, (size_t)n);
         else
             hr = ps_handle_batch(&p, (size_t)n);
         ps_consume_release(&p, n);
@@ -339,7 +366,7 @@ int dp_processor_run(const dp_processor_options *o, char *errstr, size_t errstr_
         int64_t now = p.now;
         if (ps_txn_open_for(&p, now, o->dlq_commit_ms))
             ps_txn_commit(&p, 0);   /* dead letters with no step close to ride on */
-        if (now - last_idle_check >= 200) {
+        if (now - last_idle_check >= 200 && o->role != DP_PROCESSOR_ROLE_RELEASE) {
             ps_idle_markers(&p);
             last_idle_check = now;
         }

@@ -107,6 +107,20 @@
 #include "stream/metrics.h"
 #include "stream/stream_config.h"
 
+/* Which half of the work an instance does (docs/kafka.md §10).  ALL:
+ * today's single process, which refuses sharded routes.  INGEST: unsharded
+ * routes exactly as ALL; each sharded stream per (stream, partition) — a
+ * shard — whose closed steps' exact statistics go to `<prefix>.stats` in
+ * the transaction of its input offsets.  RELEASE: consumes `<prefix>.stats`
+ * (group `<group>.release`), merges each sharded stream's steps once every
+ * shard's statistics are in, and releases them; it reads no updates, so
+ * unsharded routes are not its work. */
+typedef enum dp_processor_role {
+    DP_PROCESSOR_ROLE_ALL = 0,
+    DP_PROCESSOR_ROLE_INGEST,
+    DP_PROCESSOR_ROLE_RELEASE,
+} dp_processor_role;
+
 typedef struct dp_processor_options {
     const dp_stream_config *config;
     const dp_key *noise_key;              /* secret noise key (never logged, never snapshotted) */
@@ -138,6 +152,7 @@ typedef struct dp_processor_options {
     int           skip_create_topics;     /* the output topics exist already: do not call
                                              rd_kafka_CreateTopics (librdkafka's mock cluster
                                              has no Admin API; the embedded demo creates them) */
+    dp_processor_role role;               /* ALL (0) unless `run --role` says otherwise */
 } dp_processor_options;
 
 /* A snapshot's state is split into Snapshot messages of at most this many

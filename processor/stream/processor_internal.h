@@ -15,6 +15,7 @@
 #include "core/buf.h"
 #include "core/bytes_map.h"
 #include "stream/processor.h"
+#include "stream/stats_record.h"
 #include "stream/stream_config.h"
 #include "synth/common/step_gate.h"
 #include "synth/common/synth.h"
@@ -24,6 +25,7 @@
 #define BATCH_MAX          1024   /* messages per consume call */
 #define PREFETCH_AHEAD     4
 #define NO_OFFSET          (-1)
+#define DP_SHARD_TABLE_KEY_MAX 1024   /* a shard's table key: stream id ‖ 0x00 ‖ partition */
 
 /* Who writes what.  Every field below has exactly one writing file,
  * named beside it; the others only read it.  Two moments are not counted as
@@ -33,6 +35,12 @@
  * (re)initialization when it is assigned (ps_part_assign; processor_state).
  * The committer's own state is not here at all: committer.c keeps it in
  * its ps_committer, which nothing else touches (committer.h). */
+
+/* What a ps_stream is (docs/kafka.md §10): a whole stream (role all, or an
+ * unsharded route under the ingest role), one shard of a sharded stream
+ * (ingest role: its ingest half, keyed in the table by stream id ‖ 0x00 ‖
+ * partition), or a sharded stream's release half and merger (release role). */
+typedef enum ps_stream_kind { PS_STREAM_WHOLE = 0, PS_STREAM_SHARD, PS_STREAM_RELEASE } ps_stream_kind;
 
 /* One stream: created by consume_loop (first update) or restore. */
 typedef struct ps_stream {
@@ -55,6 +63,10 @@ typedef struct ps_stream {
      * an aborted transaction rewinds by restoring, which resets both. */
     dp_buf                 cas_digests;
     uint32_t               index_chunks;
+    ps_stream_kind         kind;           /* at creation */
+    char                  *tkey;           /* at creation: its key in proc.streams (ps_stream_table_key) */
+    size_t                 tkey_len;
+    dp_stats_merger        merger;         /* release_loop (PS_STREAM_RELEASE only): the pending steps */
 } ps_stream;
 
 /* One partition of the updates topic (an element of proc.parts). */
@@ -152,6 +164,13 @@ typedef struct proc {
      * the bytes a close wrote are wiped when it is done with them, so the
      * buffer holds no state between closes */
     dp_buf                      snap_state;
+    /* processor.c: the roles (docs/kafka.md §10) */
+    char                        topic_stats[256];    /* <prefix>.stats */
+    char                        topic_release_state[256];   /* <prefix>.release-state */
+    dp_stream_config            role_cfg;            /* release role: cfg with the stats topic as its input and
+                                                        <prefix>.release-state as its state topic */
+    int32_t                     shard_count;         /* release role: the updates topic's partition count */
+    dp_stats                    merged;              /* release_loop: scratch for a step's merged statistics */
 } proc;
 
 /* processor_state.c */
@@ -170,6 +189,12 @@ ps_partition *ps_part_assign(proc *p, int32_t id);
 /* Partition id (every partition if id < 0) no longer assigned. */
 void          ps_part_unassign(proc *p, int32_t id);
 ps_stream    *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route, int32_t partition);
+/* The kind a stream of `route` has in this instance's role. */
+ps_stream_kind ps_stream_kind_of(const proc *p, const dp_stream_route *route);
+/* A shard's key in the stream table (a whole or release stream's is its
+ * id): id ‖ 0x00 ‖ partition (4 bytes, big-endian) into out[0..id_len+5),
+ * its length returned; 0 if it does not fit. */
+size_t        ps_shard_table_key(const char *id, size_t id_len, int32_t partition, char *out, size_t out_size);
 void          ps_stream_free(ps_stream *s);
 /* Put s in the stream table, replacing (and freeing) any stream of its id;
  * DP_OK, or DP_ENOMEM with s freed. */

@@ -5,8 +5,10 @@
  * Owns: fatal, fatal_refused and fatal_msg; the stream table's membership
  * and lifetime (streams); the partition table (parts, n_parts) with each
  * partition's assigned and kept flags (and kept_end); the cached input
- * partition count.  Calls no other part of the processor; kafka_util for
- * the partition count. */
+ * partition count; each stream's kind and table key (a shard's: stream id
+ * ‖ 0x00 ‖ partition, docs/kafka.md §10).  Calls no other part of the
+ * processor; kafka_util for the partition count, stats_record to free a
+ * release stream's merger. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +104,9 @@ void ps_stream_free(ps_stream *s)
     dp_gate_free(&s->gate);
     dp_synth_destroy(s->synth);
     dp_buf_free(&s->cas_digests);
+    if (s->kind == PS_STREAM_RELEASE)
+        dp_stats_merger_free(&s->merger);
+    free(s->tkey);
     free(s->id);
     free(s);
 }
@@ -147,14 +152,38 @@ int ps_forget_kept(proc *p)
     return ps_drop_unassigned_streams(p);
 }
 
+ps_stream_kind ps_stream_kind_of(const proc *p, const dp_stream_route *route)
+{
+    if (!route->sharded)
+        return PS_STREAM_WHOLE;
+    return p->o->role == DP_PROCESSOR_ROLE_RELEASE ? PS_STREAM_RELEASE : PS_STREAM_SHARD;
+}
+
+size_t ps_shard_table_key(const char *id, size_t id_len, int32_t partition, char *out, size_t out_size)
+{
+    if (id_len + 5 > out_size)
+        return 0;
+    memcpy(out, id, id_len);
+    out[id_len] = 0;
+    for (int i = 0; i < 4; i++)
+        out[id_len + 1 + i] = (char)(((uint32_t)partition >> (24 - 8 * i)) & 0xffu);
+    return id_len + 5;
+}
+
 ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_route *route,
                              int32_t partition)
 {
     ps_stream *s = calloc(1, sizeof *s);
-    if (!s || !(s->id = malloc(len + 1))) {
+    if (!s || !(s->id = malloc(len + 1)) || !(s->tkey = malloc(len + 5))) {
+        if (s)
+            free(s->id);
         free(s);
         return NULL;
     }
+    s->kind = ps_stream_kind_of(p, route);
+    s->tkey_len = s->kind == PS_STREAM_SHARD ? ps_shard_table_key(id, len, partition, s->tkey, len + 5) : len;
+    if (s->kind != PS_STREAM_SHARD)
+        memcpy(s->tkey, id, len);
     memcpy(s->id, id, len);
     s->id[len] = '\0';
     s->id_len = len;
@@ -163,13 +192,12 @@ ps_stream *ps_stream_new(proc *p, const char *id, size_t len, const dp_stream_ro
     s->skip_below = 0;
     s->pending = NO_OFFSET;
     dp_buf_init(&s->cas_digests);
-    (void)p;
     return s;
 }
 
 int ps_stream_put(proc *p, ps_stream *s)
 {
-    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->id, s->id_len);
+    dp_bytes_map_slot *slot = dp_bytes_map_upsert(&p->streams, s->tkey, s->tkey_len);
     if (!slot) {
         ps_stream_free(s);
         return DP_ENOMEM;

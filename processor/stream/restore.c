@@ -11,7 +11,8 @@
  * partition's resume and dlq_below.  Calls: processor_state (assign the
  * partitions or take kept ones back, put the streams, a refusal),
  * restore_read (the records),
- * state_record (decode, chunk keys), synth (restore). */
+ * state_record (decode, chunk keys), role_state (restore a stream of any
+ * kind: docs/kafka.md §10). */
 #include "stream/restore.h"
 
 #include <sodium.h>
@@ -28,6 +29,7 @@
 #include "stream/log.h"
 #include "stream/processor_internal.h"
 #include "stream/restore_read.h"
+#include "stream/role_state.h"
 #include "stream/state_record.h"
 
 /* dp_state_decode_newest's view of the newest-per-key table. */
@@ -84,11 +86,8 @@ static int restore_stream(proc *p, const dp_state_record *r, dp_buf *digests)
     ps_stream *s = ps_stream_new(p, r->stream_id, r->stream_id_len, route, r->partition);
     if (!s)
         return DP_ENOMEM;
-    dp_synth_env env = {.key = p->o->noise_key, .stream_id = s->id, .stream_id_len = s->id_len};
     char err[512];
-    err[0] = '\0';
-    int rc = dp_synth_restore(&s->synth, route->synthesizer, route->config, &env, r->state, r->state_len, err,
-                              sizeof err);
+    int rc = ps_stream_state_load(p, s, r->state, r->state_len, err, sizeof err);
     if (rc != DP_OK) {
         ps_set_refused(p, "cannot restore a stream's synthesizer: %s", err[0] ? err : dp_status_str(rc));
         ps_stream_free(s);

@@ -23,7 +23,8 @@ static uint32_t route_streams(const dp_route_table *t, const dp_stream_route *ro
 dp_route_verdict dp_route_update(const dp_route_table *t, const char *id, size_t len, int32_t partition,
                                  void **stream, const dp_stream_route **route)
 {
-    dp_bytes_map_slot *slot = dp_bytes_map_find(t->streams, id, len);
+    dp_bytes_map_slot *slot = t->table_key ? dp_bytes_map_find(t->streams, t->table_key, t->table_key_len)
+                                           : dp_bytes_map_find(t->streams, id, len);
     if (slot && slot->value) {
         *stream = slot->value;
         return DP_ROUTE_KNOWN;

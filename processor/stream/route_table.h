@@ -35,6 +35,11 @@ typedef struct dp_route_table {
      * max_streams count: nonzero refuses it (DP_ROUTE_MISPLACED).  NULL: none. */
     int  (*misplaced)(void *ctx);
     void  *ctx;
+    /* The update's key in `streams` when it is not the stream id (a shard
+     * of a sharded stream under the ingest role: docs/kafka.md §10); NULL:
+     * the id. */
+    const void *table_key;
+    size_t      table_key_len;
 } dp_route_table;
 
 /* Route the update of stream id[0..len) read from input `partition` (the

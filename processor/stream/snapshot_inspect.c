@@ -76,6 +76,33 @@ static int read_header(dp_codec *codec, const dp_state_piece *first, dp_snapshot
     return DP_OK;
 }
 
+/* Which kind of state `state` is (docs/kafka.md §10: role_state.c's
+ * layout): a shard's ingest-role snapshot ("SYI1"), a release instance's
+ * blob(release-role snapshot "SYR1") ‖ blob(merger state) — *state and
+ * *len then narrowed to the snapshot —, or else a combined one. */
+static int role_kind(const uint8_t *state, size_t len, dp_synth_role *kind, const uint8_t **half, size_t *half_len,
+                     size_t *merger_bytes)
+{
+    *kind = DP_SYNTH_ROLE_ALL;
+    if (len >= 4 && memcmp(state, "SYI1", 4) == 0) {
+        *kind = DP_SYNTH_ROLE_INGEST;
+        return DP_OK;
+    }
+    if (len < 12 || memcmp(state + 8, "SYR1", 4) != 0)
+        return DP_OK;
+    dp_reader r;
+    dp_reader_init(&r, state, len);
+    size_t a = 0, b = 0;
+    const uint8_t *snap = dp_reader_blob(&r, &a), *merger = dp_reader_blob(&r, &b);
+    if (!snap || !merger || dp_reader_finish(&r) != DP_OK)
+        return DP_ECORRUPT;
+    *kind = DP_SYNTH_ROLE_RELEASE;
+    *half = snap;
+    *half_len = a;
+    *merger_bytes = b;
+    return DP_OK;
+}
+
 /* The synthesizer over the opened state: restored under the noise key if
  * given (so a state built under another key is refused, as run refuses
  * it), else read-only, which takes the state's own key fingerprint. */
@@ -91,7 +118,16 @@ static int open_synth(const dp_stream_config *cfg, const uint8_t *state, size_t 
     dp_synth_env env = {.key = noise_key ? noise_key : &throwaway, .stream_id = v->stream_id,
                         .stream_id_len = strlen(v->stream_id)};
     char err[512] = "";
-    int rc = noise_key ? dp_synth_restore(&v->synth, route->synthesizer, route->config, &env, state, len, err,
+    int rc = role_kind(state, len, &v->kind, &state, &len, &v->merger_bytes);
+    if (rc != DP_OK)
+        return refuse(v, rc, "stream '%s': its release state is truncated or malformed", v->stream_id);
+    if (v->kind != DP_SYNTH_ROLE_ALL)
+        rc = noise_key ? dp_synth_restore_role(&v->synth, v->kind, route->synthesizer, route->config, &env, state,
+                                               len, err, sizeof err)
+                       : dp_synth_open_role_read_only(&v->synth, v->kind, route->synthesizer, route->config, &env,
+                                                      state, len, err, sizeof err);
+    else
+        rc = noise_key ? dp_synth_restore(&v->synth, route->synthesizer, route->config, &env, state, len, err,
                                           sizeof err)
                        : dp_synth_open_read_only(&v->synth, route->synthesizer, route->config, &env, state, len,
                                                  err, sizeof err);

@@ -57,6 +57,12 @@ typedef struct dp_snapshot_view {
     int        key_checked;        /* the noise key was given and its fingerprint matched */
     char       key_fingerprint[DP_KEY_FINGERPRINT_HEX];
     dp_synth  *synth;              /* opened (read-only without the noise key); NULL if not */
+    /* which state it is (docs/kafka.md §10): a combined snapshot (ALL), a
+     * shard's ingest-role one (INGEST: no ledger, the release role keeps
+     * it) or a release instance's (RELEASE: release half + merger state,
+     * merger_bytes of it; its step is the next to release) */
+    dp_synth_role kind;
+    size_t     merger_bytes;
     dp_synth_plan plan;            /* its configuration's plan (has_plan) */
     int        has_plan;
     dp_buf     state;              /* the opened state bytes, PRIVATE: only with keep_state */

@@ -10,7 +10,8 @@
  * Owns: closing, closing_step, chunk_index, chunk, cksum (the release
  * being written), its encoder scratch enc, snap_state, and each stream's
  * cas_digests and index_chunks.  Calls: the codec, state_record,
- * committer (ps_produce). */
+ * committer (ps_produce), role_state (the state of a stream of any kind,
+ * docs/kafka.md §10). */
 #include "stream/snapshot_publish.h"
 
 #include <sodium.h>
@@ -26,6 +27,7 @@
 #include "stream/log.h"
 #include "stream/processor_internal.h"
 #include "stream/committer.h"
+#include "stream/role_state.h"
 #include "stream/state_cas.h"
 #include "stream/state_record.h"
 
@@ -246,7 +248,7 @@ int ps_write_snapshot(proc *p, ps_stream *s)
     dp_buf_init(&e.key);
     size_t cb = p->o->snapshot_chunk_bytes ? p->o->snapshot_chunk_bytes : DP_PROCESSOR_DEFAULT_SNAPSHOT_CHUNK_BYTES;
     size_t topic_len = strlen(p->cfg->topic_updates), written = 0, n_written = 0;
-    int rc = dp_synth_snapshot(s->synth, st);
+    int rc = ps_stream_state_save(p, s, st);
     if (rc == DP_OK) {
         dp_cas_stream cs = {.stream_id = s->id, .stream_id_len = s->id_len, .updates_topic = p->cfg->topic_updates,
                             .updates_topic_len = topic_len, .partition = s->partition};
@@ -263,7 +265,8 @@ int ps_write_snapshot(proc *p, ps_stream *s)
                              .stream_id = s->id,
                              .stream_id_len = s->id_len,
                              .skip_below = s->skip_below,
-                             .open_step = dp_synth_open_step(s->synth),
+                             .open_step = s->kind == PS_STREAM_RELEASE ? dp_synth_release_next_step(s->synth)
+                                                                       : dp_synth_open_step(s->synth),
                              .synthesizer = s->route->synthesizer,
                              .state = manifest.data,
                              .state_len = manifest.len,

@@ -77,8 +77,10 @@ int dp_state_read_keep_newest(dp_bytes_map *out, const rd_kafka_message_t *m)
     return DP_OK;
 }
 
-int dp_state_read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_state_read_keep_fn keep, void *ctx,
-                        int timeout_ms, dp_bytes_map *out, char *errstr, size_t errstr_size)
+/* dp_state_read_topic into `out`, or (split) dp_state_read_topic_split. */
+static int read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_state_read_keep_fn keep, void *ctx,
+                      int timeout_ms, dp_bytes_map *out, dp_bytes_map **split, int32_t *n_split, char *errstr,
+                      size_t errstr_size)
 {
     char err[512];
     const char *const kv[][2] = {{"group.id", "dpstream-state-inspector"},
@@ -121,8 +123,15 @@ int dp_state_read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_s
     }
     int np = md->topics[0].partition_cnt;
     int *done = calloc((size_t)np, sizeof *done);
+    if (split && done) {
+        if (!(*split = calloc((size_t)np, sizeof **split)))
+            rc = DP_ENOMEM;
+        for (int i = 0; rc == DP_OK && i < np; i++)
+            dp_bytes_map_init(&(*split)[i]);
+        *n_split = rc == DP_OK ? np : 0;
+    }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(np);
-    if (!done) {
+    if (!done || rc != DP_OK) {
         rc = DP_ENOMEM;
     } else {
         for (int i = 0; i < np; i++)
@@ -156,7 +165,10 @@ int dp_state_read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_s
                 rc = dp_err(errstr, errstr_size, DP_EIO, "reading state topic %s: %s", cfg->topic_state,
                             rd_kafka_message_errstr(m));
         } else if (m->key && (!keep || keep(ctx, m->key, m->key_len))) {
-            rc = dp_state_read_keep_newest(out, m);
+            /* split: partition i's records in map i (the partition ids of a topic are 0..np-1) */
+            rc = !split ? dp_state_read_keep_newest(out, m)
+                 : m->partition >= 0 && m->partition < np ? dp_state_read_keep_newest(&(*split)[m->partition], m)
+                                                          : DP_OK;
         }
         rd_kafka_message_destroy(m);
     }
@@ -167,4 +179,19 @@ out:
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     return rc;
+}
+
+int dp_state_read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_state_read_keep_fn keep, void *ctx,
+                        int timeout_ms, dp_bytes_map *out, char *errstr, size_t errstr_size)
+{
+    return read_topic(cfg, bootstrap, keep, ctx, timeout_ms, out, NULL, NULL, errstr, errstr_size);
+}
+
+int dp_state_read_topic_split(const dp_stream_config *cfg, const char *bootstrap, dp_state_read_keep_fn keep,
+                              void *ctx, int timeout_ms, dp_bytes_map **out, int32_t *n, char *errstr,
+                              size_t errstr_size)
+{
+    *out = NULL;
+    *n = 0;
+    return read_topic(cfg, bootstrap, keep, ctx, timeout_ms, NULL, out, n, errstr, errstr_size);
 }

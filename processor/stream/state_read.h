@@ -29,6 +29,15 @@ typedef int (*dp_state_read_keep_fn)(void *ctx, const void *key, size_t key_len)
 int dp_state_read_topic(const dp_stream_config *cfg, const char *bootstrap, dp_state_read_keep_fn keep, void *ctx,
                         int timeout_ms, dp_bytes_map *out, char *errstr, size_t errstr_size);
 
+/* The same, each partition's records in a map of their own: *out an array
+ * of *n maps (partition i in map i; free each with dp_state_read_free,
+ * then the array).  For a state topic where one key lives in several
+ * partitions: a sharded stream's shards, each in its own (docs/kafka.md
+ * §10). */
+int dp_state_read_topic_split(const dp_stream_config *cfg, const char *bootstrap, dp_state_read_keep_fn keep,
+                              void *ctx, int timeout_ms, dp_bytes_map **out, int32_t *n, char *errstr,
+                              size_t errstr_size);
+
 /* The value under key in a map filled by dp_state_read_topic, or NULL
  * (a dp_state_lookup_fn: ctx is the map). */
 const dp_state_piece *dp_state_read_lookup(void *map, const void *key, size_t key_len);

@@ -7,7 +7,7 @@
 #   * it refuses, exit 2 naming the JSON path, a synthesizer that does not
 #     shard by entity (hypercube), close_on_complete_roster, max_streams
 #     and a non-boolean;
-#   * `run` refuses a sharded route with exit 2 before it touches Kafka
+#   * `run` (--role all) refuses a sharded route with exit 2 before it touches Kafka
 #     (its roles are not built yet), and runs none of it;
 #   * `replay` reads one log and treats a sharded route as one stream: the
 #     same releases, budget events and rejections as the unsharded route
@@ -61,7 +61,7 @@ rc=0
 DPSTREAM_BOOTSTRAP_SERVERS=127.0.0.1:1 "$BIN" run --config "$WORK/good.json" --key-hex "$KEY" \
     > /dev/null 2> "$WORK/run.err" || rc=$?
 [ $rc -eq 2 ] || fail "run of a sharded route: exit $rc, want 2 ($(cat "$WORK/run.err"))"
-grep -qF 'streams[0] is sharded: `run` does not serve sharded routes yet' "$WORK/run.err" \
+grep -qF 'streams[0] is sharded: the single process (--role all) does not serve sharded routes' "$WORK/run.err" \
     || fail "run: $(cat "$WORK/run.err")"
 ! grep -q "cannot reach" "$WORK/run.err" || fail "run tried Kafka first"
 # replay: sharded or not, one log, the same bytes

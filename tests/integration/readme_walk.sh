@@ -6,7 +6,9 @@
 # README's variables pointing at the test broker (BOOTSTRAP) and at topics
 # of this run alone (TOPICS, unique per run so reruns never meet old
 # state).  Every block must succeed — "Run against your Kafka" ends by
-# diffing the releases `run` committed against the offline replay's — and
+# diffing the releases `run` committed against the offline replay's, and
+# "Scaling out" the releases of two `--role ingest` instances and one
+# `--role release` instance of a sharded route against the same — and
 # the Kafka walk's outputs are checked here once more: six steps, NONE
 # before k, and per-step files equal to the replay's.
 # Needs the broker of scripts/kafka-local.sh; only talks to 127.0.0.1.
@@ -24,6 +26,8 @@ unset DPSTREAM_BOOTSTRAP_SERVERS   # the README sets it from BOOTSTRAP
 readme_walk all "$BIN" "$ROOT" "$WORK" || fail "a README block failed"
 grep -q '^== README block .*kafka)$' "$WORK/walk.err" || fail "no kafka block ran"
 grep -q '^same bytes as the offline replay$' "$WORK/walk.out" || fail "the walk did not compare Kafka with replay"
+grep -q '^sharded: same bytes as the offline replay$' "$WORK/walk.out" \
+    || fail "the walk's \"Scaling out\" (two ingest instances, one release) did not compare with replay"
 
 R=$WORK/repo
 python3 - "$R" <<'PY' || fail "the Kafka walk's releases"

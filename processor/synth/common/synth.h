@@ -299,6 +299,12 @@ int dp_synth_snapshot_role(const dp_synth *s, dp_synth_role role, dp_buf *out);
 int dp_synth_restore_role(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
                           const dp_synth_env *env, const uint8_t *data, size_t len, char *errstr,
                           size_t errstr_size);
+/* The same for inspection (as dp_synth_open_read_only): the state's own
+ * key fingerprint is taken, not checked, and the bundle never closes,
+ * releases or snapshots. */
+int dp_synth_open_role_read_only(dp_synth **out, dp_synth_role role, const char *name, const json_t *config,
+                                 const dp_synth_env *env, const uint8_t *data, size_t len, char *errstr,
+                                 size_t errstr_size);
 
 /* The public exhaustion rule (docs/kafka.md §10), one function for both
  * halves: a stream whose plan ends at step `last_step` (its last release:
