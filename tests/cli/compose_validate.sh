@@ -54,8 +54,12 @@ def run(args, **kw):
 
 compose = yaml.safe_load(open(os.path.join(DOCKER, "docker-compose.yml")))
 services = compose.get("services", {})
-check(set(services) == {"kafka", "schema-registry", "topic-init", "keygen", "dpstream", "loader", "exporter"},
+SHARDED = {"ingest", "release", "loader-sharded"}   # the two-role variant, profile "sharded"
+check(set(services) == {"kafka", "schema-registry", "topic-init", "keygen", "dpstream", "loader", "exporter"} | SHARDED,
       f"services: {sorted(services)}")
+for name, svc in services.items():
+    want = ["sharded"] if name in SHARDED else None
+    check(svc.get("profiles") == want, f"{name}: profiles {svc.get('profiles')}, want {want}")
 
 # The header comment is documentation people copy: every service its
 # `docker compose` command lines name, and its "Services:" list, exist.
@@ -137,7 +141,12 @@ expect = {"topic-init": {"kafka": "service_healthy"},
           "dpstream": {"topic-init": "service_completed_successfully", "keygen": "service_completed_successfully",
                        "schema-registry": "service_healthy"},
           "loader": {"topic-init": "service_completed_successfully", "schema-registry": "service_healthy"},
-          "exporter": {"topic-init": "service_completed_successfully", "schema-registry": "service_healthy"}}
+          "exporter": {"topic-init": "service_completed_successfully", "schema-registry": "service_healthy"},
+          "ingest": {"topic-init": "service_completed_successfully", "keygen": "service_completed_successfully",
+                     "schema-registry": "service_healthy"},
+          "release": {"topic-init": "service_completed_successfully", "keygen": "service_completed_successfully",
+                      "schema-registry": "service_healthy"},
+          "loader-sharded": {"topic-init": "service_completed_successfully", "schema-registry": "service_healthy"}}
 for name, deps in expect.items():
     got = services.get(name, {}).get("depends_on", {}) or {}
     for dep, cond in deps.items():
@@ -227,20 +236,39 @@ key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 r = run([BIN, "replay", "--config", cfg_path, "--input", "/dev/null", "--out", f"{WORK}/empty", "--key-hex", key])
 check(r.returncode == 0, f"mounted config refused: {r.stderr}")
 cfg = json.load(open(cfg_path))
-prefix = cfg.get("topics", {}).get("prefix", "dpstream")
-want_topics = {f"{prefix}.{s}" for s in ("updates", "synthetic", "budget", "deadletter", "state")}
 script = " ".join(map(str, services["topic-init"].get("command", [])))
-got_topics = set(re.findall(r"\b" + re.escape(prefix) + r"\.[a-z]+", script))
-check(got_topics == want_topics, f"topic-init creates {sorted(got_topics)}, config derives {sorted(want_topics)}")
-check(re.search(re.escape(prefix) + r"\.state.*cleanup\.policy=compact", script, re.S) is not None,
-      "state topic must be compacted")
-# topic-init creates them as dpstream itself would (topics.partitions,
-# topics.replication_factor of the config)
-tcfg = cfg.get("topics", {})
-for flag, want in (("--partitions", tcfg.get("partitions", 4)), ("--replication-factor", tcfg.get("replication_factor"))):
-    got = set(re.findall(re.escape(flag) + r"\s+(\d+)", script))
-    if want is not None and want != -1:
-        check(got == {str(want)}, f"topic-init {flag} {sorted(got)}, the config says {want}")
+# topic -> created compacted?  `for topic in A B; do <create> done` loops
+# give their topics their body's policy; the other creates name one topic.
+created = {}
+def note_create(topics, body):
+    for t in topics:
+        check(t not in created, f"topic-init creates {t} twice")
+        created[t] = "cleanup.policy=compact" in body
+rest = script
+for m in re.finditer(r"for topic in ([^;]+); do(.*?)\bdone\b", script, re.S):
+    note_create(m.group(1).split(), m.group(2))
+    rest = rest.replace(m.group(0), " ")
+for cmd in re.split(r"(?=\$\$t\s)", rest):
+    m = re.search(r"--topic\s+(\S+)", cmd)
+    if m:
+        note_create([m.group(1)], cmd)
+def check_topics(cfg, extra, compacted):
+    """topic-init creates the config's topics as dpstream itself would
+    (topics.partitions, topics.replication_factor), exactly `compacted` so"""
+    prefix = cfg.get("topics", {}).get("prefix", "dpstream")
+    want_topics = {f"{prefix}.{s}" for s in ("updates", "synthetic", "budget", "deadletter", "state") + extra}
+    got_topics = {t for t in created if t.startswith(prefix + ".")}
+    check(got_topics == want_topics, f"topic-init creates {sorted(got_topics)}, config derives {sorted(want_topics)}")
+    got_compact = {t for t in got_topics if created[t]}
+    want_compact = {f"{prefix}.{t}" for t in compacted}
+    check(got_compact == want_compact, f"topic-init compacts {sorted(got_compact)}, want {sorted(want_compact)}")
+    tcfg = cfg.get("topics", {})
+    for flag, want in (("--partitions", tcfg.get("partitions", 4)),
+                       ("--replication-factor", tcfg.get("replication_factor"))):
+        got = set(re.findall(re.escape(flag) + r"\s+(\d+)", script))
+        if want is not None and want != -1:
+            check(got == {str(want)}, f"topic-init {flag} {sorted(got)}, the config says {want}")
+check_topics(cfg, (), ("state",))
 # the mounted config's schema registry is the compose service, on the port it listens on
 reg_url = cfg.get("schema_registry", {}).get("url", "")
 m = re.match(r"https?://([^:/]+):(\d+)", reg_url)
@@ -252,23 +280,43 @@ if m and m.group(1) in services:
 denv = services.get("dpstream", {}).get("environment") or {}
 check("DPSTREAM_INSTANCE_ID" not in denv,
       "the dpstream service must not fix DPSTREAM_INSTANCE_ID: replicas (--scale) would share it")
-# run the loader's own command lines, with the output redirected to a file
-loader = [a for n, a in invocations if n == "loader"]
-files = {}
-for argv in loader:
-    argv = [os.path.join(DOCKER, "config", a[len("/etc/dpstream/"):]) if a.startswith("/etc/dpstream/")
-            else WORK + "/" + a[len("/tmp/"):] if a.startswith("/tmp/") else a for a in argv]
-    if argv[1] == "load" and "--config" in argv:
-        i = argv.index("--config")
-        argv[i:i + 2] = ["--out", f"{WORK}/updates.jsonl", "--quiet"]
-    r = run([BIN] + argv[1:])
-    check(r.returncode == 0, f"loader step {argv[1]} failed: {r.stderr}")
-r = run([BIN, "replay", "--config", cfg_path, "--input", f"{WORK}/updates.jsonl", "--out", f"{WORK}/rep", "--key-hex", key])
-check(r.returncode == 0, f"replay of the loader's updates failed: {r.stderr}")
-if r.returncode == 0:
-    rel = open(f"{WORK}/rep/releases.jsonl").read()
-    check(rel.count('"type":"manifest"') == 12, f"expected 12 releases of demo/panel, got {rel.count('manifest')}")
-    check(os.path.getsize(f"{WORK}/rep/rejected.jsonl") == 0, "the demo pipeline's updates were rejected")
+# run a loader's own command lines, with the output redirected to a file,
+# and replay what it wrote under its config: 12 releases, nothing rejected
+def check_loader(service, cfg_path, tag):
+    for argv in [a for n, a in invocations if n == service]:
+        argv = [os.path.join(DOCKER, "config", a[len("/etc/dpstream/"):]) if a.startswith("/etc/dpstream/")
+                else f"{WORK}/{tag}-" + a[len("/tmp/"):] if a.startswith("/tmp/") else a for a in argv]
+        if argv[1] == "load" and "--config" in argv:
+            i = argv.index("--config")
+            argv[i:i + 2] = ["--out", f"{WORK}/{tag}-updates.jsonl", "--quiet"]
+        r = run([BIN] + argv[1:])
+        check(r.returncode == 0, f"{service} step {argv[1]} failed: {r.stderr}")
+    r = run([BIN, "replay", "--config", cfg_path, "--input", f"{WORK}/{tag}-updates.jsonl", "--out", f"{WORK}/{tag}-rep",
+             "--key-hex", key])
+    check(r.returncode == 0, f"replay of {service}'s updates failed: {r.stderr}")
+    if r.returncode == 0:
+        rel = open(f"{WORK}/{tag}-rep/releases.jsonl").read()
+        check(rel.count('"type":"manifest"') == 12, f"{service}: expected 12 releases, got {rel.count('manifest')}")
+        check(os.path.getsize(f"{WORK}/{tag}-rep/rejected.jsonl") == 0, f"{service}'s updates were rejected")
+check_loader("loader", cfg_path, "demo")
+
+# --- the two-role variant: its config shards a route, its instances run the two roles
+scfg_path = os.path.join(DOCKER, "config", "dpstream-sharded.json")
+r = run([BIN, "replay", "--config", scfg_path, "--input", "/dev/null", "--out", f"{WORK}/sempty", "--key-hex", key])
+check(r.returncode == 0, f"the sharded config is refused: {r.stderr}")
+scfg = json.load(open(scfg_path))
+check(any(s.get("sharded") for s in scfg.get("streams", [])), "dpstream-sharded.json shards no route")
+check(scfg.get("topics", {}).get("prefix") != cfg.get("topics", {}).get("prefix"),
+      "the two-role variant must not share the demo's topics")
+check_topics(scfg, ("stats", "release-state"), ("state", "release-state"))
+for role in ("ingest", "release"):
+    argv = [a for n, a in invocations if n == role]
+    check(len(argv) == 1 and argv[0][1] == "run" and argv[0][argv[0].index("--role") + 1] == role and
+          "/etc/dpstream/dpstream-sharded.json" in argv[0],
+          f"the {role} service must run 'dpstream run --role {role}' on dpstream-sharded.json")
+    check("DPSTREAM_INSTANCE_ID" not in (services.get(role, {}).get("environment") or {}),
+          f"the {role} service must not fix DPSTREAM_INSTANCE_ID: replicas would share it")
+check_loader("loader-sharded", scfg_path, "sharded")
 
 # --- Dockerfile ------------------------------------------------------------------------------
 lines = []
