@@ -44,14 +44,17 @@
 #define GONE ((uint64_t)1 << 19)              /* the entity's tuple was deleted */
 #define VALUE_MASK (GONE - 1)
 #define OPEN ((uint32_t)1 << 20)              /* ADI3: reported in the snapshot's open step */
+/* In memory: step reported << STEP_SHIFT | DIRTY | GONE | value (step 0:
+ * not in the open step); DIRTY: listed on m->dirty. */
+#define DIRTY ((uint64_t)1 << 20)
+#define STEP_SHIFT 21
 
-/* One entity, in order of arrival; the map holds its index + 1.  key is
- * the map's own copy (it stays put when the map grows). */
+/* One entity, in order of arrival; the map holds its index + 1, and
+ * m->packed[index] its value (apart: the one word an update reads, 8 bytes
+ * an entity).  key is the map's own copy (it stays put when the map grows). */
 typedef struct adaptive_entity {
     const char *key;
-    uint32_t    key_len;
-    uint8_t     dirty;    /* on m->dirty: its bytes in m->enc are stale, or say OPEN */
-    uint64_t    packed;   /* step reported << VALUE_BITS | GONE | value (step 0: not the open step) */
+    size_t      key_len;
     size_t      at;       /* its u32 in m->enc */
 } adaptive_entity;
 
@@ -60,6 +63,7 @@ typedef struct adaptive_ingest {
     uint64_t           open_step;
     dp_bytes_map       entities;   /* entity -> index into ent, + 1 */
     adaptive_entity   *ent;
+    uint64_t          *packed;
     size_t             n_ent, cap_ent;
     int64_t           *hist;       /* H: how many entities hold each value now */
     /* The last snapshot's entries, kept so that the next one rewrites only
@@ -78,10 +82,12 @@ static void reset_entities(adaptive_ingest *m)
     dp_bytes_map_free(&m->entities);
     dp_bytes_map_init(&m->entities);
     free(m->ent);
+    free(m->packed);
     free(m->order);
     free(m->dirty);
     dp_buf_free(&m->enc);
     m->ent = NULL;
+    m->packed = NULL;
     m->order = m->dirty = NULL;
     m->n_ent = m->cap_ent = m->n_sorted = m->n_dirty = m->cap_dirty = 0;
 }
@@ -120,7 +126,7 @@ void dp_adaptive_ingest_destroy(dp_ingest_half *in)
 
 static int mark_dirty(adaptive_ingest *m, size_t i)
 {
-    if (m->ent[i].dirty || i >= m->n_sorted)
+    if ((m->packed[i] & DIRTY) || i >= m->n_sorted)
         return DP_OK;   /* already listed, or written in full by the next save */
     if (m->n_dirty == m->cap_dirty) {
         size_t c = m->cap_dirty ? 2 * m->cap_dirty : 1024;
@@ -131,7 +137,7 @@ static int mark_dirty(adaptive_ingest *m, size_t i)
         m->cap_dirty = c;
     }
     m->dirty[m->n_dirty++] = (uint32_t)i;
-    m->ent[i].dirty = 1;
+    m->packed[i] |= DIRTY;
     return DP_OK;
 }
 
@@ -143,9 +149,12 @@ static adaptive_entity *entity_upsert(adaptive_ingest *m, const void *key, size_
     if (m->n_ent == m->cap_ent) {
         size_t c = m->cap_ent ? 2 * m->cap_ent : 1024;
         adaptive_entity *e = c <= UINT32_MAX ? realloc(m->ent, c * sizeof *e) : NULL;
-        if (!e)
+        if (e)
+            m->ent = e;
+        uint64_t *pk = e ? realloc(m->packed, c * sizeof *pk) : NULL;
+        if (!pk)
             return NULL;
-        m->ent = e;
+        m->packed = pk;
         m->cap_ent = c;
     }
     dp_bytes_map_slot *s = dp_bytes_map_upsert(&m->entities, key, len);
@@ -155,7 +164,8 @@ static adaptive_entity *entity_upsert(adaptive_ingest *m, const void *key, size_
         return &m->ent[(uintptr_t)s->value - 1];
     *fresh = 1;
     s->value = (void *)(uintptr_t)(m->n_ent + 1);
-    m->ent[m->n_ent] = (adaptive_entity){.key = s->key, .key_len = (uint32_t)len};
+    m->ent[m->n_ent] = (adaptive_entity){.key = s->key, .key_len = len};
+    m->packed[m->n_ent] = 0;
     return &m->ent[m->n_ent++];
 }
 
@@ -195,9 +205,9 @@ int dp_adaptive_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_
     if (*reason != DP_REJECT_NONE)
         return DP_OK;
     const dp_bytes_map_slot *s = dp_bytes_map_find(&m->entities, u->entity_id, u->entity_id_len);
-    uint64_t p = s ? m->ent[(uintptr_t)s->value - 1].packed : 0;
+    uint64_t p = s ? m->packed[(uintptr_t)s->value - 1] : 0;
     int live = s && !(p & GONE);
-    if (s && p >> VALUE_BITS == m->open_step)
+    if (s && p >> STEP_SHIFT == m->open_step)
         *reason = DP_REJECT_DUPLICATE_REPORT;
     else if (u->kind == DP_UPDATE_INSERT && live)
         *reason = DP_REJECT_USER_LIMIT;
@@ -207,16 +217,15 @@ int dp_adaptive_ingest_update(dp_ingest_half *in, const dp_update *u, dp_reject_
         return DP_OK;
     int fresh;
     adaptive_entity *e = entity_upsert(m, u->entity_id, u->entity_id_len, &fresh);
-    if (!e || mark_dirty(m, (size_t)(e - m->ent)) != DP_OK)
+    size_t i = e ? (size_t)(e - m->ent) : 0;
+    if (!e || mark_dirty(m, i) != DP_OK)
         return DP_ENOMEM;   /* nothing changed yet (a fresh entity is at step 0, GONE unset: reported never) */
     if (live)
         m->hist[p & VALUE_MASK]--;
-    if (u->kind == DP_UPDATE_DELETE) {
-        e->packed = m->open_step << VALUE_BITS | GONE | (uint64_t)bin;
-    } else {
+    if (u->kind != DP_UPDATE_DELETE)
         m->hist[bin]++;
-        e->packed = m->open_step << VALUE_BITS | (uint64_t)bin;
-    }
+    m->packed[i] = m->open_step << STEP_SHIFT | (m->packed[i] & DIRTY) | (u->kind == DP_UPDATE_DELETE ? GONE : 0) |
+                   (uint64_t)bin;
     return DP_OK;
 }
 
@@ -243,9 +252,10 @@ int dp_adaptive_ingest_close(dp_ingest_half *in, uint64_t step, dp_stats *out)
 
 /* --- snapshots: entities in key order; H is recomputed from them ---------------- */
 
-static uint32_t canonical(const adaptive_ingest *m, const adaptive_entity *e)
+static uint32_t canonical(const adaptive_ingest *m, size_t i)
 {
-    return (uint32_t)(e->packed & (GONE | VALUE_MASK)) | (e->packed >> VALUE_BITS == m->open_step ? OPEN : 0);
+    uint64_t p = m->packed[i];
+    return (uint32_t)(p & (GONE | VALUE_MASK)) | (p >> STEP_SHIFT == m->open_step ? OPEN : 0);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -271,7 +281,7 @@ static int key_ref_cmp(const void *a, const void *b)
 static int rebuild(adaptive_ingest *m)
 {
     for (size_t i = 0; i < m->n_dirty; i++)
-        m->ent[m->dirty[i]].dirty = 0;
+        m->packed[m->dirty[i]] &= ~DIRTY;
     m->n_dirty = 0;
     size_t k = m->n_ent - m->n_sorted, old = m->n_sorted, n = 0;
     key_ref *add = malloc((k ? k : 1) * sizeof *add);
@@ -282,7 +292,7 @@ static int rebuild(adaptive_ingest *m)
         return DP_ENOMEM;
     }
     for (size_t i = 0; i < k; i++)
-        add[i] = (key_ref){m->ent[old + i].key, m->ent[old + i].key_len, (uint32_t)(old + i)};
+        add[i] = (key_ref){m->ent[old + i].key, (uint32_t)m->ent[old + i].key_len, (uint32_t)(old + i)};
     qsort(add, k, sizeof *add, key_ref_cmp);
     for (size_t a = 0, b = 0; a < old || b < k;) {
         const adaptive_entity *x = a < old ? &m->ent[m->order[a]] : NULL;
@@ -299,7 +309,7 @@ static int rebuild(adaptive_ingest *m)
     int rc = DP_OK;
     for (size_t i = 0; i < n && rc == DP_OK; i++) {
         adaptive_entity *e = &m->ent[order[i]];
-        uint32_t c = canonical(m, e);
+        uint32_t c = canonical(m, order[i]);
         dp_buf_put_varint(&m->enc, e->key_len);
         dp_buf_put_bytes(&m->enc, e->key, e->key_len);
         e->at = m->enc.len;
@@ -316,13 +326,12 @@ static void patch(adaptive_ingest *m)
 {
     size_t keep = 0;
     for (size_t i = 0; i < m->n_dirty; i++) {
-        adaptive_entity *e = &m->ent[m->dirty[i]];
-        uint32_t c = canonical(m, e);
-        put_le32(m->enc.data + e->at, c);
+        uint32_t d = m->dirty[i], c = canonical(m, d);
+        put_le32(m->enc.data + m->ent[d].at, c);
         if (c & OPEN)
-            m->dirty[keep++] = m->dirty[i];
+            m->dirty[keep++] = d;
         else
-            e->dirty = 0;
+            m->packed[d] &= ~DIRTY;
     }
     m->n_dirty = keep;
 }
@@ -372,8 +381,9 @@ static int read_entry(const adaptive_ingest *m, dp_reader *r, int v2, const uint
         if (c & ~(OPEN | (uint32_t)GONE | (uint32_t)VALUE_MASK))
             return DP_ECORRUPT;
         step = c & OPEN ? m->open_step : 0;
-        *p = step << VALUE_BITS | (c & (GONE | VALUE_MASK));
+        *p = c & (GONE | VALUE_MASK);
     }
+    *p = step << STEP_SHIFT | (*p & (GONE | VALUE_MASK));
     if (!*k || dp_reader_status(r) != DP_OK || *len == 0 || *len > MAX_ENTITY_BYTES ||
         (*p & VALUE_MASK) >= m->cfg.categories || (!m->cfg.standing && (step != m->open_step || (*p & GONE))))
         return DP_ECORRUPT;   /* step_reports hold this step's reports only */
@@ -406,7 +416,7 @@ int dp_adaptive_ingest_load(dp_ingest_half *in, dp_reader *r)
         adaptive_entity *e = entity_upsert(m, k, len, &fresh);
         if (!e)
             return DP_ENOMEM;
-        e->packed = p;
+        m->packed[e - m->ent] = p;
         if (!(p & GONE))
             m->hist[p & VALUE_MASK]++;
         prev = k;
