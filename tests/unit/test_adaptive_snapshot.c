@@ -20,15 +20,6 @@ static const char *const CFG[2] = {
     "{\"categories\": 5, \"epsilon\": 1, \"horizon\": 12, \"n_min\": 10, \"privacy\": \"w_event\", \"w\": 3}", /* step_reports */
 };
 
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16);
-}
-
 /* Update i of step t (i < USERS + 20): users arrive over the steps, most
  * keep their value, some change it, some delete and insert again; all
  * have arrived by step 2, so later snapshots patch the kept encoding. */
@@ -37,7 +28,7 @@ static void feed(dp_synth *s, int standing, uint64_t t, int from, int to)
     char id[24];
     for (int i = from; i < to; i++) {
         int u = i % USERS, active = u < 100 + 100 * (int)t;
-        uint32_t h = mix((uint32_t)u * 131u + (uint32_t)t);
+        uint32_t h = tk_mix32((uint32_t)u * 131u + (uint32_t)t);
         if (!active || h % 7 == 0)
             continue;   /* not arrived yet, or silent this step */
         snprintf(id, sizeof id, "user-%d", u);

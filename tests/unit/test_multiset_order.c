@@ -5,6 +5,7 @@
  * arriving, counts going to zero and back, entity-keyed and anonymous
  * rows; and after a restore the next saves are still those bytes. */
 #include "dptest.h"
+#include "synth_testkit.h"
 
 #include "core/dp_error.h"
 #include "synth/common/multiset.h"
@@ -15,20 +16,11 @@
 #define STEPS 6
 #define PER_STEP 400
 
-static uint32_t mix(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16);
-}
-
 /* Update i of step t: an INSERT of one of a few hundred values, by one of
  * a few entities or none, and a DELETE now and then (some NOT_PRESENT). */
 static void apply(dp_multiset *m, int t, int i)
 {
-    uint32_t h = mix((uint32_t)(t * 100003 + i));
+    uint32_t h = tk_mix32((uint32_t)(t * 100003 + i));
     char id[16];
     snprintf(id, sizeof id, "e%u", h % 37);
     dp_update u;

@@ -23,6 +23,7 @@
 
 #include "core/bytes_map.h"
 #include "core/dp_error.h"
+#include "core/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +63,10 @@ typedef struct adaptive_ingest {
     dp_adaptive_config cfg;
     uint64_t           open_step;
     dp_bytes_map       entities;   /* entity -> index into ent, + 1 */
-    adaptive_entity   *ent;
+    adaptive_entity   *ent;        /* ent_v.p, packed_v.p */
     uint64_t          *packed;
-    size_t             n_ent, cap_ent;
+    dp_vec             ent_v, packed_v;
+    size_t             n_ent;
     int64_t           *hist;       /* H: how many entities hold each value now */
     /* The last snapshot's entries, kept so that the next one rewrites only
      * what changed (a snapshot follows every close: docs/design.md §10):
@@ -73,8 +75,9 @@ typedef struct adaptive_ingest {
     dp_buf             enc;
     uint32_t          *order;
     size_t             n_sorted;
-    uint32_t          *dirty;
-    size_t             n_dirty, cap_dirty;
+    uint32_t          *dirty;      /* dirty_v.p */
+    dp_vec             dirty_v;
+    size_t             n_dirty;
 } adaptive_ingest;
 
 static void reset_entities(adaptive_ingest *m)
@@ -89,7 +92,8 @@ static void reset_entities(adaptive_ingest *m)
     m->ent = NULL;
     m->packed = NULL;
     m->order = m->dirty = NULL;
-    m->n_ent = m->cap_ent = m->n_sorted = m->n_dirty = m->cap_dirty = 0;
+    m->ent_v = m->packed_v = m->dirty_v = (dp_vec){NULL, 0};
+    m->n_ent = m->n_sorted = m->n_dirty = 0;
 }
 
 int dp_adaptive_ingest_create(dp_ingest_half **out, const json_t *config, char *errstr, size_t errstr_size)
@@ -128,14 +132,9 @@ static int mark_dirty(adaptive_ingest *m, size_t i)
 {
     if ((m->packed[i] & DIRTY) || i >= m->n_sorted)
         return DP_OK;   /* already listed, or written in full by the next save */
-    if (m->n_dirty == m->cap_dirty) {
-        size_t c = m->cap_dirty ? 2 * m->cap_dirty : 1024;
-        uint32_t *d = realloc(m->dirty, c * sizeof *d);
-        if (!d)
-            return DP_ENOMEM;
-        m->dirty = d;
-        m->cap_dirty = c;
-    }
+    if (dp_vec_reserve(&m->dirty_v, m->n_dirty + 1, sizeof *m->dirty) != DP_OK)
+        return DP_ENOMEM;
+    m->dirty = m->dirty_v.p;
     m->dirty[m->n_dirty++] = (uint32_t)i;
     m->packed[i] |= DIRTY;
     return DP_OK;
@@ -146,17 +145,12 @@ static int mark_dirty(adaptive_ingest *m, size_t i)
 static adaptive_entity *entity_upsert(adaptive_ingest *m, const void *key, size_t len, int *fresh)
 {
     *fresh = 0;
-    if (m->n_ent == m->cap_ent) {
-        size_t c = m->cap_ent ? 2 * m->cap_ent : 1024;
-        adaptive_entity *e = c <= UINT32_MAX ? realloc(m->ent, c * sizeof *e) : NULL;
-        if (e)
-            m->ent = e;
-        uint64_t *pk = e ? realloc(m->packed, c * sizeof *pk) : NULL;
-        if (!pk)
-            return NULL;
-        m->packed = pk;
-        m->cap_ent = c;
-    }
+    int ok = m->n_ent < UINT32_MAX && dp_vec_reserve(&m->ent_v, m->n_ent + 1, sizeof *m->ent) == DP_OK &&
+             dp_vec_reserve(&m->packed_v, m->n_ent + 1, sizeof *m->packed) == DP_OK;
+    m->ent = m->ent_v.p;
+    m->packed = m->packed_v.p;
+    if (!ok)
+        return NULL;
     dp_bytes_map_slot *s = dp_bytes_map_upsert(&m->entities, key, len);
     if (!s)
         return NULL;

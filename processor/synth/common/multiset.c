@@ -34,22 +34,17 @@ void dp_multiset_free(dp_multiset *m)
     free(m->fresh);
     m->key = NULL;
     m->order = m->fresh = NULL;
-    m->n_order = m->n_fresh = m->cap_fresh = 0;
+    m->fresh_v = (dp_vec){NULL, 0};
+    m->n_order = m->n_fresh = 0;
 }
 
 /* Room for one more fresh key (taken before the insert, so that a failed
  * update changes nothing). */
 static int reserve_fresh(dp_multiset *m)
 {
-    if (m->n_fresh < m->cap_fresh)
-        return DP_OK;
-    size_t c = m->cap_fresh ? 2 * m->cap_fresh : 1024;
-    dp_multiset_key *f = realloc(m->fresh, c * sizeof *f);
-    if (!f)
-        return DP_ENOMEM;
-    m->fresh = f;
-    m->cap_fresh = c;
-    return DP_OK;
+    int rc = dp_vec_reserve(&m->fresh_v, m->n_fresh + 1, sizeof *m->fresh);
+    m->fresh = m->fresh_v.p;
+    return rc;
 }
 
 dp_reject_reason dp_multiset_check_user(const dp_multiset *m, const dp_update *u)

@@ -24,6 +24,7 @@
 
 #include "core/buf.h"
 #include "core/bytes_map.h"
+#include "core/vec.h"
 #include "synth/common/synth.h"
 
 #define DP_MULTISET_MAX_ENTITY 1024
@@ -48,8 +49,9 @@ typedef struct dp_multiset {
     /* items' key order, kept between snapshots so that a snapshot sorts
      * only the keys inserted since the last one (docs/design.md §10):
      * order (all keys, in key order, when order_valid) and fresh (since) */
-    dp_multiset_key *order, *fresh;
-    size_t           n_order, n_fresh, cap_fresh;
+    dp_multiset_key *order, *fresh;   /* fresh: fresh_v.p */
+    dp_vec           fresh_v;
+    size_t           n_order, n_fresh;
     int              order_valid;
 } dp_multiset;
 
