@@ -49,6 +49,7 @@
 # prefix and are deleted at the end with the consumer group (drop_topics.py), through the
 # project's Python venv (confluent-kafka; scripts/install-deps.sh); the
 # broker is never started or stopped here.
+# SYNTH marginal-forest: `marginal` with `method: forest` (synth_workload.py).
 # Usage: bash synth_e2e.sh path/to/dpstream SYNTH [SIZE (1000000)] [T (10)] [L (5)]
 set -euo pipefail
 BIN=$(realpath "${1:?usage: synth_e2e.sh path/to/dpstream SYNTH [SIZE] [T] [L]}")
@@ -63,10 +64,11 @@ PY=${DPSTREAM_PYENV:-${DPSTREAM_CACHE:-${HOME:-/tmp}/.cache/dpstream}/pyenv}/bin
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 SEED=5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a
 STREAM=e2e/$SYNTH
+KIND=${SYNTH%-forest}   # the synthesizer: marginal-forest is `marginal`
 case $SYNTH in
     cumulative | adaptive) M=$SIZE ;;
-    marginal | spatial | hypercube) M=$((SIZE / T)) ;;
-    *) echo "synth_e2e.sh: SYNTH is one of cumulative adaptive marginal spatial hypercube" >&2; exit 2 ;;
+    marginal | marginal-forest | spatial | hypercube) M=$((SIZE / T)) ;;
+    *) echo "synth_e2e.sh: SYNTH is one of cumulative adaptive marginal marginal-forest spatial hypercube" >&2; exit 2 ;;
 esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/synth-e2e.XXXXXX")
 PID=
@@ -83,7 +85,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 # --- the workload: T + L steps of M updates and a marker each ---------------------
 SCFG=$(python3 "$HERE/synth_workload.py" config "$SYNTH" --per-step "$M" --steps $((T + L)))
 printf '{"topics": {"prefix": "%s", "partitions": 1},\n "streams": [{"match": "%s", "synthesizer": "%s", "config": %s}]}\n' \
-    "$PREFIX" "$STREAM" "$SYNTH" "$SCFG" > "$WORK/config.json"
+    "$PREFIX" "$STREAM" "$KIND" "$SCFG" > "$WORK/config.json"
 case $SYNTH in
     cumulative) "$BIN" gen-panel --n "$M" --steps $((T + L)) --categories 2 --stay 0.9 --seed-hex "$SEED" \
                     --stream "$STREAM" --close-steps --out "$WORK/all.jsonl" ;;

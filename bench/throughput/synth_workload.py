@@ -12,6 +12,9 @@ arguments give the same bytes (random.Random(seed), no clock).
       domain: 14 attributes of sizes 85, 9, 100, 16, 7, 15, 6, 5, 2, 100,
       100, 99, 42, 2), correlated through a latent class of 8 (a generated
       table of Adult's shape: Adult itself has 48 842 rows, not 10^6).
+  synth_workload.py marginal-forest --per-step M --steps T [--seed S]
+      the same rows, for `marginal` with `method: forest` (stream
+      e2e/marginal-forest).
   synth_workload.py spatial   --per-step M --steps T [--seed S]
       INSERTs (entity p<i>) of 2-d points in [0,1]^2 from a mixture of 16
       Gaussian clusters (sd 0.03, clipped into the box).
@@ -38,10 +41,10 @@ def config(synth, per_step, steps):
     if synth == "adaptive":
         return {"categories": 256, "method": "dsat", "epsilon": 1.0, "horizon": steps, "max_releases": min(10, steps),
                 "n_min": 1000}
-    if synth == "marginal":
+    if synth in ("marginal", "marginal-forest"):
         attrs = [{"name": n, "categories": [str(i) for i in range(k)]} for n, k in zip(ADULT_NAMES, ADULT_SIZES)]
-        return {"attributes": attrs, "workloads": "all_2way", "horizon": steps, "epsilon": 1.0,
-                "method": "select_measure_fit", "fit": "pgm"}
+        method = {"method": "forest"} if synth == "marginal-forest" else {"method": "select_measure_fit", "fit": "pgm"}
+        return {"attributes": attrs, "workloads": "all_2way", "horizon": steps, "epsilon": 1.0, **method}
     if synth == "spatial":
         return {"box": [[0, 1], [0, 1]], "epsilon": 1.0, "max_depth": 20, "counter": "simple", "horizon": steps}
     if synth == "hypercube":
@@ -87,7 +90,7 @@ def main():
         lines = []
         for _ in range(a.per_step):
             i += 1
-            if a.synth == "marginal":
+            if a.synth in ("marginal", "marginal-forest"):
                 lines.append(head + '"kind":"INSERT","row":' + json.dumps(row(rng), separators=(",", ":")) + "}")
             elif a.synth == "spatial":
                 p = point(rng, cs)

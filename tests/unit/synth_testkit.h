@@ -44,6 +44,17 @@ typedef struct tk_sink {
     void    *hook_ctx;
 } tk_sink;
 
+/* A 32-bit integer hash (lowbias32): the tests' reproducible pseudo-random
+ * choices of who reports what. */
+static inline uint32_t tk_mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+
 static inline void tk_put_str(dp_buf *b, const char *s)
 {
     dp_buf_put_blob(b, s ? s : "", s ? strlen(s) : 0);

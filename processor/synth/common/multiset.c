@@ -19,6 +19,7 @@ int dp_multiset_init(dp_multiset *m, size_t value_len, uint32_t max_events_per_u
     dp_bytes_map_init(&m->delta);
     dp_bytes_map_init(&m->added);
     dp_bytes_map_init(&m->users);
+    m->order_valid = 1;   /* no keys, in order */
     return (m->key = malloc(4 + DP_MULTISET_MAX_ENTITY + value_len)) ? DP_OK : DP_ENOMEM;
 }
 
@@ -29,7 +30,21 @@ void dp_multiset_free(dp_multiset *m)
     dp_bytes_map_free(&m->added);
     dp_bytes_map_free(&m->users);
     free(m->key);
+    free(m->order);
+    free(m->fresh);
     m->key = NULL;
+    m->order = m->fresh = NULL;
+    m->fresh_v = (dp_vec){NULL, 0};
+    m->n_order = m->n_fresh = 0;
+}
+
+/* Room for one more fresh key (taken before the insert, so that a failed
+ * update changes nothing). */
+static int reserve_fresh(dp_multiset *m)
+{
+    int rc = dp_vec_reserve(&m->fresh_v, m->n_fresh + 1, sizeof *m->fresh);
+    m->fresh = m->fresh_v.p;
+    return rc;
 }
 
 dp_reject_reason dp_multiset_check_user(const dp_multiset *m, const dp_update *u)
@@ -71,9 +86,14 @@ int dp_multiset_apply(dp_multiset *m, const dp_update *u, const uint8_t *value, 
         return DP_OK;
     size_t klen = entity_value_key(m, u, value);
     int del = u->kind == DP_UPDATE_DELETE;
+    size_t had = m->items.count;
+    if (!del && reserve_fresh(m) != DP_OK)
+        return DP_ENOMEM;
     dp_bytes_map_slot *s = del ? dp_bytes_map_find(&m->items, m->key, klen) : dp_bytes_map_upsert(&m->items, m->key, klen);
     if (!s && !del)
         return DP_ENOMEM;
+    if (m->items.count > had)   /* a new key (count 0 until set below) */
+        m->fresh[m->n_fresh++] = (dp_multiset_key){s->key, s->key_len};
     if (del && (!s || val_of(s) <= 0)) {
         *reason = DP_REJECT_NOT_PRESENT;
         return DP_OK;
@@ -133,6 +153,74 @@ static int save_map(const dp_bytes_map *map, dp_buf *b)
     return dp_buf_status(b);
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+    const dp_multiset_key *x = a, *y = b;
+    return dp_bytes_key_cmp(x->key, x->len, y->key, y->len);
+}
+
+/* m->order brought up to date: the fresh keys sorted and merged in, or
+ * (after a restore) every key of items sorted. */
+static int update_order(dp_multiset *m)
+{
+    if (!m->order_valid) {
+        size_t n;
+        const dp_bytes_map_slot **v = dp_bytes_map_sorted(&m->items, NULL, &n);
+        dp_multiset_key *o = v ? malloc((n ? n : 1) * sizeof *o) : NULL;
+        if (!o) {
+            free(v);
+            return DP_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+            o[i] = (dp_multiset_key){v[i]->key, v[i]->key_len};
+        free(v);
+        free(m->order);
+        m->order = o;
+        m->n_order = n;
+        m->n_fresh = 0;
+        m->order_valid = 1;
+        return DP_OK;
+    }
+    if (m->n_fresh == 0)
+        return DP_OK;
+    size_t n = m->n_order + m->n_fresh, a = 0, b = 0, k = 0;
+    dp_multiset_key *o = malloc(n * sizeof *o);
+    if (!o)
+        return DP_ENOMEM;
+    qsort(m->fresh, m->n_fresh, sizeof *m->fresh, key_cmp);
+    while (a < m->n_order || b < m->n_fresh)
+        o[k++] = b == m->n_fresh || (a < m->n_order && key_cmp(&m->order[a], &m->fresh[b]) < 0) ? m->order[a++]
+                                                                                              : m->fresh[b++];
+    free(m->order);
+    m->order = o;
+    m->n_order = n;
+    m->n_fresh = 0;
+    return DP_OK;
+}
+
+/* items in key order, its zero counts left out: save_map's bytes, without
+ * sorting every key again. */
+static int save_items(dp_multiset *m, dp_buf *b)
+{
+    int rc = update_order(m);
+    if (rc != DP_OK)
+        return rc;
+    size_t at = b->len, n = 0;
+    dp_buf_put_u64(b, 0);   /* the count, set below */
+    for (size_t i = 0; i < m->n_order; i++) {
+        const dp_bytes_map_slot *s = dp_bytes_map_find(&m->items, m->order[i].key, m->order[i].len);
+        if (!s || !s->value)
+            continue;
+        dp_buf_put_blob(b, s->key, s->key_len);
+        dp_buf_put_i64(b, val_of(s));
+        n++;
+    }
+    if ((rc = dp_buf_status(b)) == DP_OK)
+        for (int i = 0; i < 8; i++)
+            b->data[at + i] = (uint8_t)(n >> (8 * i));
+    return rc;
+}
+
 typedef struct entry_check {
     const dp_multiset *m;
     int (*value_ok)(const uint8_t *value, const void *ctx);
@@ -189,9 +277,11 @@ static int valid_user(const uint8_t *k, size_t len, int64_t v, const entry_check
     return len >= 1 && len <= DP_MULTISET_MAX_ENTITY && v > 0 && v <= (int64_t)c->m->max_events_per_user;
 }
 
+/* The kept key order is a cache (the multiset is const to its callers):
+ * the bytes are save_map's. */
 int dp_multiset_save(const dp_multiset *m, dp_buf *b)
 {
-    int rc = save_map(&m->items, b);
+    int rc = save_items((dp_multiset *)(uintptr_t)m, b);
     if (rc == DP_OK)
         rc = save_map(&m->delta, b);
     if (rc == DP_OK && m->track_added)
@@ -205,6 +295,8 @@ int dp_multiset_load(dp_multiset *m, dp_reader *r, int (*value_ok)(const uint8_t
                      const void *ctx)
 {
     entry_check c = {m, value_ok, ctx};
+    m->order_valid = 0;   /* sorted afresh at the next save */
+    m->n_fresh = 0;
     int rc = load_map(&m->items, r, valid_item, &c);
     if (rc == DP_OK)
         rc = load_map(&m->delta, r, valid_change, &c);

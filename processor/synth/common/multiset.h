@@ -24,9 +24,18 @@
 
 #include "core/buf.h"
 #include "core/bytes_map.h"
+#include "core/vec.h"
 #include "synth/common/synth.h"
 
 #define DP_MULTISET_MAX_ENTITY 1024
+
+/* A key of items: the map's own copy, which never moves (the map grows
+ * by moving slots, not keys) and is never dropped (a count may return to
+ * zero; the key stays). */
+typedef struct dp_multiset_key {
+    const char *key;
+    size_t      len;
+} dp_multiset_key;
 
 typedef struct dp_multiset {
     size_t       value_len;
@@ -37,6 +46,13 @@ typedef struct dp_multiset {
     dp_bytes_map added;
     dp_bytes_map users;
     uint8_t     *key;                   /* scratch: entity length, entity, value */
+    /* items' key order, kept between snapshots so that a snapshot sorts
+     * only the keys inserted since the last one (docs/design.md §10):
+     * order (all keys, in key order, when order_valid) and fresh (since) */
+    dp_multiset_key *order, *fresh;   /* fresh: fresh_v.p */
+    dp_vec           fresh_v;
+    size_t           n_order, n_fresh;
+    int              order_valid;
 } dp_multiset;
 
 int  dp_multiset_init(dp_multiset *m, size_t value_len, uint32_t max_events_per_user, int track_added);
