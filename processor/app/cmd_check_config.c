@@ -177,6 +177,13 @@ int cmd_check_config(int argc, char **argv)
                cfg->framing == DP_CODEC_FRAMING_CONFLUENT ? "Confluent-framed" : "plain Avro");
         printf("  topics: updates %s; synthetic %s, budget %s, dead letters %s; state %s\n", cfg->topic_updates,
                cfg->topic_synthetic, cfg->topic_budget, cfg->topic_dead_letter, cfg->topic_state);
+        for (size_t i = 0; i < cfg->n_routes; i++)
+            if (cfg->routes[i].sharded) {   /* the roles' topics (docs/kafka.md §10) */
+                printf("  sharded routes: statistics %s.stats (exact statistics of personal data: the updates "
+                       "topic's access controls, never exported), release state %s.release-state\n",
+                       cfg->topic_prefix, cfg->topic_prefix);
+                break;
+            }
         if (cfg->registry) {
             char subject[512];
             printf("  schema registry %s: subjects <topic>-org.dpstream.v1.<Record> (TopicRecordNameStrategy), "

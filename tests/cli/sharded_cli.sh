@@ -2,13 +2,14 @@
 # sharded_cli.sh — a route with "sharded": true (docs/kafka.md §10), no
 # broker:
 #   * check-config accepts it for window and cumulative, says how its keys
-#     spread it over the partitions (text) and "sharded": true (--json,
+#     spread it over the partitions and names the roles' topics (text; not
+#     for a config without sharded routes) and "sharded": true (--json,
 #     false on the other routes);
 #   * it refuses, exit 2 naming the JSON path, a synthesizer that does not
 #     shard by entity (hypercube), close_on_complete_roster, max_streams
 #     and a non-boolean;
 #   * `run` (--role all) refuses a sharded route with exit 2 before it touches Kafka
-#     (its roles are not built yet), and runs none of it;
+#     (it belongs to the ingest and release roles), and runs none of it;
 #   * `replay` reads one log and treats a sharded route as one stream: the
 #     same releases, budget events and rejections as the unsharded route
 #     (the reference a sharded run must equal).
@@ -33,6 +34,12 @@ EOF
 [ "$(grep -c "sharded     keyed by stream id, a 0x00 byte and entity id" "$WORK/plan.txt")" -eq 2 ] \
     || fail "text plan: $(cat "$WORK/plan.txt")"
 grep -q "every CLOSE_STEP marker goes to every partition" "$WORK/plan.txt" || fail "text plan: markers"
+grep -q "sharded routes: statistics sc.stats (exact statistics of personal data.*release state sc.release-state" \
+    "$WORK/plan.txt" || fail "text plan: the roles' topics"
+cat > "$WORK/plain.json" <<EOF
+{"topics": {"prefix": "sc"}, "streams": [{"match": "plain", "synthesizer": "window", "config": $W}]}
+EOF
+"$BIN" check-config --config "$WORK/plain.json" | grep -q "sharded routes:" && fail "an unsharded config names the roles' topics"
 "$BIN" check-config --config "$WORK/good.json" --json > "$WORK/plan.json" || fail "--json: exit $?"
 python3 -c '
 import json, sys
