@@ -8,9 +8,9 @@
 #     dpstream_shard_open_step is 4 and closed step 3 on the ingest
 #     instance; the release instance's dpstream_release_next_step is 4,
 #     waiting for all 4 shards (dpstream_release_shard_arrived 0 each);
-#   * then shard 0 alone closes steps 4–6 (the CLOSE_STEP markers of those
-#     steps written to partition 0 only): shard 0's open step is 7, the
-#     others' still 4; the release instance still has next step 4, with
+#   * then shard 0 alone closes step 4 (the CLOSE_STEP markers of step 4
+#     written to partition 0 only): shard 0's open step is 5, the others'
+#     still 4; the release instance still has next step 4, with
 #     shard 0's statistics arrived and shards 1, 2, 3 waited for (metric
 #     and the page's JSON: "waiting": [1, 2, 3]) — and nothing of step 4
 #     is released;
@@ -27,7 +27,7 @@ roles_config
 roles_input 40
 
 # Steps 1–3 of every stream (part A); the sharded streams' CLOSE_STEP
-# markers of steps 4–6 (part B), written through a scratch topic so that
+# markers of step 4 (part B), written through a scratch topic so that
 # `produce` places them as it places any marker, one per partition.
 python3 - "$WORK" <<'PY'
 import json, sys
@@ -37,7 +37,7 @@ for line in open(f"{w}/input.jsonl"):
     u = json.loads(line)
     if u["step"] <= 3:
         a.append(line)
-    elif u["kind"] == "CLOSE_STEP" and u["stream"] != "plain":
+    elif u["step"] == 4 and u["kind"] == "CLOSE_STEP" and u["stream"] != "plain":
         b.append(line)
 open(f"{w}/a.jsonl", "w").writelines(a)
 open(f"{w}/b.jsonl", "w").writelines(b)
@@ -85,7 +85,7 @@ def gauges(text, name):
     return out
 
 def expect():
-    opened = {0: 7 if phase == "shard0" else 4, 1: 4, 2: 4, 3: 4}
+    opened = {0: 5 if phase == "shard0" else 4, 1: 4, 2: 4, 3: 4}
     want = {}
     for st in ("win/a", "cum/a"):
         for k, o in opened.items():
@@ -122,11 +122,11 @@ for st in ("win/a", "cum/a"):
     assert r["arrived"] == ([0] if phase == "shard0" else []), r
 shards = json.loads(get(in_port, "/api/streams"))["sharded"]["shards"]
 assert sorted((s["stream"], s["shard"], s["open_step"]) for s in shards) == sorted(
-    (st, k, 7 if (phase == "shard0" and k == 0) else 4) for st in ("win/a", "cum/a") for k in range(4)), shards
+    (st, k, 5 if (phase == "shard0" and k == 0) else 4) for st in ("win/a", "cum/a") for k in range(4)), shards
 PY
 python3 "$WORK/check.py" steps3 "$IN_PORT" "$REL_PORT" || fail "the progress after steps 1-3"
 
-# Shard 0 alone closes steps 4–6: the scratch topic's partition-0 markers
+# Shard 0 alone closes step 4: the scratch topic's partition-0 markers
 # copied, as they are, to partition 0 of the updates topic.
 kcat -b "$BOOT" -C -t "$PREFIX-scratch.updates" -p 0 -o beginning -e -q -f '%K %S\n%k%s\n' > "$WORK/p0.bin" \
     || fail "kcat could not read the scratch topic"
@@ -143,9 +143,9 @@ open(f"{w}/p0.framed", "wb").write(out)
 open(f"{w}/n", "w").write(str(n))
 PY
 N=$(cat "$WORK/n")
-[ "$N" -eq 6 ] || fail "partition 0 of the scratch topic holds $N markers, expected 6 (2 streams x 3 steps)"
+[ "$N" -eq 2 ] || fail "partition 0 of the scratch topic holds $N markers, expected 2 (2 streams x step 4)"
 kcat -b "$BOOT" -P -t "$PREFIX.updates" -p 0 -K '%%K%%' -D '%%M%%' < "$WORK/p0.framed" \
     || fail "kcat could not write the markers"
-python3 "$WORK/check.py" shard0 "$IN_PORT" "$REL_PORT" || fail "the progress after shard 0 closed steps 4-6"
+python3 "$WORK/check.py" shard0 "$IN_PORT" "$REL_PORT" || fail "the progress after shard 0 closed step 4"
 [ "$(roles_released)" -eq 9 ] || fail "a step was released before all its shards' statistics arrived"
 echo "PASS: per-shard step progress on /metrics and /api/streams"
