@@ -14,6 +14,9 @@
 #     shard 0's statistics arrived and shards 1, 2, 3 waited for (metric
 #     and the page's JSON: "waiting": [1, 2, 3]) — and nothing of step 4
 #     is released;
+#   * the live page's "Sharded streams" panel shows the same (headless
+#     chromium): win/a waiting for shards 1, 2, 3 on the release instance,
+#     shard 0 at open step 5 on the ingest instance;
 #   * no input-class metric is served without --http-input-metrics.
 # Needs the broker of scripts/kafka-local.sh; only talks to 127.0.0.1.
 # Usage: bash run_sharded_metrics.sh /path/to/dpstream
@@ -148,4 +151,19 @@ kcat -b "$BOOT" -P -t "$PREFIX.updates" -p 0 -K '%%K%%' -D '%%M%%' < "$WORK/p0.f
     || fail "kcat could not write the markers"
 python3 "$WORK/check.py" shard0 "$IN_PORT" "$REL_PORT" || fail "the progress after shard 0 closed step 4"
 [ "$(roles_released)" -eq 9 ] || fail "a step was released before all its shards' statistics arrived"
+
+# The live page's "Sharded streams" panel (headless chromium, the DOM after its script ran).
+CHROMIUM=$(command -v chromium || true)
+[ -n "$CHROMIUM" ] || fail "no chromium (bash scripts/install-deps.sh --tests)"
+page() {   # $1 = port, $2 = out
+    timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+        --user-data-dir="$WORK/chrome" --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$1/" > "$2" 2> /dev/null \
+        || fail "chromium could not load the page on port $1"
+}
+page "$REL_PORT" "$WORK/rel.html"
+grep -qF '<tr><td>win/a</td><td>4</td><td>1 of 4</td><td>1, 2, 3</td></tr>' "$WORK/rel.html" \
+    || fail "the release instance's page does not show win/a waiting for shards 1, 2, 3: $(grep -o '<section id="sharded".*</section>' "$WORK/rel.html" | head -c 600)"
+page "$IN_PORT" "$WORK/in.html"
+grep -qF '<tr><td>win/a</td><td>0</td><td>5</td><td>4</td></tr>' "$WORK/in.html" \
+    || fail "the ingest instance's page does not show shard 0 of win/a at open step 5"
 echo "PASS: per-shard step progress on /metrics and /api/streams"
