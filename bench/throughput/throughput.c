@@ -44,6 +44,9 @@
  * Also printed: the process's CPU seconds in each window and the processor
  * thread's own CPU time (pthread CPU clock), so a run on a loaded machine
  * still shows the cost per update and how busy the processor was.
+ * --sharded runs the two roles instead (issue 40 §4): bench/throughput/sharded.sh
+ * with `dpstream run --role ingest|release` processes (run_sharded below).
+ *
  * --kafka NAME=VALUE adds a librdkafka property to the config's "kafka"
  * object, i.e. to every client alike (e.g. queued.min.messages: librdkafka
  * < 2.2 backs off 1 s whenever a partition's prefetch queue is full, which
@@ -624,6 +627,31 @@ static int run_latency(const bench_opts *o, const char *prefix, rd_kafka_t *admi
     return rc;
 }
 
+/* --sharded [N [T [P [INSTANCES]]]]: the two roles' run (issue 40 §4;
+ * docs/kafka.md §10) with `dpstream run` processes beside this binary, driven
+ * by bench/throughput/sharded.sh (found next to this source file), which says
+ * what it measures.  Separate processes, so each instance's CPU is its own. */
+static int run_sharded(int argc, char **argv)
+{
+    char exe[4096], bin[4200], script[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return fprintf(stderr, "bench_throughput: cannot find its own path\n"), 1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    *slash = '\0';
+    snprintf(bin, sizeof bin, "%s/dpstream", exe);
+    snprintf(script, sizeof script, "%s", __FILE__);
+    slash = strrchr(script, '/');
+    snprintf(slash ? slash + 1 : script, sizeof script - (size_t)(slash ? slash + 1 - script : 0), "sharded.sh");
+    char *args[10] = {"bash", script, bin};
+    for (int i = 2, k = 3; i < argc && k < 9; i++)
+        args[k++] = argv[i];
+    execv("/bin/bash", args);
+    perror("bench_throughput: bash");
+    return 1;
+}
+
 /* --- main ------------------------------------------------------------------------- */
 
 static void usage(void)
@@ -638,7 +666,8 @@ static void usage(void)
             "         [--copy-of PREFIX --stream ID --per-step M --steps T (only the copy pass, over the topics\n"
             "          of a deployment `dpstream run` has processed: bench/throughput/synth_e2e.sh)]\n"
             "         [--kafka NAME=VALUE (librdkafka property for every client; repeatable)]\n"
-            "         [--verbose (print every latency sample)] [--debug-log (processor debug log)]\n");
+            "         [--verbose (print every latency sample)] [--debug-log (processor debug log)]\n"
+            "       bench_throughput --sharded [N (1000000) [T (6) [P (4) [\"1 2 4\" (ingest instances)]]]]\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -656,6 +685,8 @@ int main(int argc, char **argv)
     bench_opts o = {.n = 1000000, .steps = 10, .lat_n = 25000, .lat_streams = 10, .lat_steps = 12,
                     .compression = "none", .chunk_records = 1000, .timeout_s = 1800};
     o.bootstrap = dp_kafka_bootstrap_env() ? dp_kafka_bootstrap_env() : "127.0.0.1:39092";
+    if (argc > 1 && !strcmp(argv[1], "--sharded"))
+        return run_sharded(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x = 0;

@@ -80,6 +80,8 @@ void dp_metrics_destroy(dp_metrics *m)
 {
     if (!m)
         return;
+    dp_metrics_progress_begin(m);
+    free(m->prog);
     for (size_t i = 0; i < m->streams.cap; i++)
         stream_free(dp_bytes_map_at(&m->streams, i));
     dp_bytes_map_free(&m->streams);
@@ -144,16 +146,24 @@ void dp_metrics_partitions(dp_metrics *m, int assigned)
     m->dirty = 1;
 }
 
+/* Room for one more element in the array *arr of *cap (n used). */
+static int room(void **arr, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return DP_OK;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *p = realloc(*arr, c * size);
+    if (!p)
+        return DP_ENOMEM;
+    *arr = p;
+    *cap = c;
+    return DP_OK;
+}
+
 static mx_staged *stage(dp_metrics *m, mx_kind kind, const char *stream, size_t stream_len)
 {
-    if (m->n_staged == m->cap_staged) {
-        size_t cap = m->cap_staged ? 2 * m->cap_staged : 16;
-        mx_staged *p = realloc(m->staged, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        m->staged = p;
-        m->cap_staged = cap;
-    }
+    if (room((void **)&m->staged, &m->cap_staged, m->n_staged, sizeof *m->staged) != DP_OK)
+        return NULL;
     mx_staged *e = &m->staged[m->n_staged];
     memset(e, 0, sizeof *e);
     e->kind = kind;
@@ -416,6 +426,55 @@ void dp_metrics_kafka_stats(dp_metrics *m, const char *text, size_t len)
     }
     json_decref(o);
     m->dirty = 1;
+}
+
+/* --- sharded streams' progress (metrics.h; docs/kafka.md §10) -------------------------- */
+
+int dp_metrics_due(const dp_metrics *m, int64_t now_ms) { return now_ms - m->last_publish_ms >= m->o.publish_ms; }
+
+void dp_metrics_progress_begin(dp_metrics *m)
+{
+    for (size_t i = 0; i < m->n_prog; i++) {
+        free(m->prog[i].id);
+        free(m->prog[i].arrived);
+    }
+    m->n_prog = 0;
+}
+
+static mx_progress *progress_add(dp_metrics *m, const char *id, size_t len, int32_t shard, uint64_t step)
+{
+    if (room((void **)&m->prog, &m->cap_prog, m->n_prog, sizeof *m->prog) != DP_OK)
+        return NULL;
+    mx_progress *e = &m->prog[m->n_prog];
+    memset(e, 0, sizeof *e);
+    if (!(e->id = malloc(len + 1)))
+        return NULL;
+    memcpy(e->id, id, len);
+    e->id[len] = '\0';
+    e->id_len = len;
+    e->shard = shard;
+    e->step = step;
+    m->n_prog++;
+    m->dirty = 1;
+    return e;
+}
+
+void dp_metrics_shard_progress(dp_metrics *m, const char *id, size_t len, int32_t shard, uint64_t open_step)
+{
+    if (shard >= 0)
+        progress_add(m, id, len, shard, open_step);
+}
+
+void dp_metrics_release_progress(dp_metrics *m, const char *id, size_t len, uint64_t next_step, uint32_t shards,
+                                 const uint8_t *arrived)
+{
+    mx_progress *e = progress_add(m, id, len, -1, next_step);
+    if (!e || !shards)
+        return;
+    if (!(e->arrived = malloc(shards)))
+        return;
+    memcpy(e->arrived, arrived, shards);
+    e->shards = shards;
 }
 
 /* --- views ------------------------------------------------------------------------------- */

@@ -85,6 +85,19 @@ void dp_metrics_fatal(dp_metrics *m, const char *msg);
 /* librdkafka's statistics JSON (statistics.interval.ms). */
 void dp_metrics_kafka_stats(dp_metrics *m, const char *json, size_t len);
 
+/* Sharded streams' step progress (docs/kafka.md §10) — public: step
+ * boundaries, and which shard's statistics of a step have arrived is one
+ * (a shard publishes for every step it closes, on markers or the public
+ * step timer, never on data).  Taken afresh for each view: when
+ * dp_metrics_due says a view is due, the processor calls progress_begin,
+ * then one call per shard it ingests and per sharded stream it releases
+ * (`arrived[i]`: shard i's statistics of next_step are in), then tick. */
+int  dp_metrics_due(const dp_metrics *m, int64_t now_ms);
+void dp_metrics_progress_begin(dp_metrics *m);
+void dp_metrics_shard_progress(dp_metrics *m, const char *id, size_t len, int32_t shard, uint64_t open_step);
+void dp_metrics_release_progress(dp_metrics *m, const char *id, size_t len, uint64_t next_step, uint32_t shards,
+                                 const uint8_t *arrived);
+
 /* --- the HTTP server's threads ------------------------------------------------------ */
 
 typedef struct dp_metrics_view dp_metrics_view;

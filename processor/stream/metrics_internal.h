@@ -57,6 +57,17 @@ typedef struct mx_stream {
     mx_text    *history;                /* rendered, shared with views; NULL when stale */
 } mx_stream;
 
+/* One shard's open step (ingest: shard >= 0) or one sharded stream's
+ * next step to release and its shards' arrivals (release: shard < 0). */
+typedef struct mx_progress {
+    char    *id;
+    size_t   id_len;
+    int32_t  shard;
+    uint64_t step;
+    uint32_t shards;
+    uint8_t *arrived;                   /* [shards] (release only) */
+} mx_progress;
+
 typedef enum mx_kind { MX_DEAD_LETTER, MX_RELEASE, MX_BUDGET } mx_kind;
 
 /* One event of the open transaction. */
@@ -104,6 +115,8 @@ struct dp_metrics {
     char               broker[MX_BROKERS][64];
     double             broker_rtt_s[MX_BROKERS];
     int                n_brokers;
+    mx_progress       *prog;            /* sharded streams' progress for the next view */
+    size_t             n_prog, cap_prog;
     int64_t            last_publish_ms;
     int                dirty;           /* something changed since the last view */
     /* shared with the HTTP threads */

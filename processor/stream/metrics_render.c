@@ -173,6 +173,81 @@ static void public_metrics(dp_buf *b, const dp_metrics *m, const dp_bytes_map_sl
               MX_RECORDS_BOUNDS);
 }
 
+/* Sharded streams' progress, by stream id then shard (the processor's
+ * table order is a hash's), so a view stays a function of the state. */
+static int by_stream_shard(const void *a, const void *b)
+{
+    const mx_progress *x = a, *y = b;
+    int c = dp_bytes_key_cmp(x->id, x->id_len, y->id, y->id_len);
+    return c ? c : (x->shard > y->shard) - (x->shard < y->shard);
+}
+
+static uint32_t waiting(const mx_progress *e)
+{
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < e->shards; i++)
+        w += !e->arrived[i];
+    return w;
+}
+
+/* Public (docs/privacy.md §1): step boundaries, and which shards'
+ * statistics of the next step have arrived — each shard publishes them
+ * when its step closes, on markers or the step timer, never on data. */
+static void progress_metrics(dp_buf *b, const dp_metrics *m)
+{
+    static const struct { const char *name, *help; int release; } FAM[] = {
+        {"dpstream_shard_open_step", "Ingest role: the step a shard (partition) of a sharded stream has open.", 0},
+        {"dpstream_shard_closed_step", "Ingest role: the last step a shard closed and published statistics of (0: none).", 0},
+        {"dpstream_release_next_step", "Release role: the step of a sharded stream released next.", 1},
+        {"dpstream_release_shard_arrived", "Release role: 1 if a shard's statistics of the next step have arrived, 0 while the step waits for it.", 1},
+        {"dpstream_release_shards_waiting", "Release role: shards whose statistics of the next step have not arrived.", 1},
+    };
+    int have[2] = {0, 0};
+    for (size_t i = 0; i < m->n_prog; i++)
+        have[m->prog[i].shard < 0] = 1;
+    for (size_t k = 0; k < sizeof FAM / sizeof FAM[0]; k++) {
+        if (!have[FAM[k].release])
+            continue;
+        head(b, FAM[k].name, "gauge", FAM[k].help);
+        for (size_t i = 0; i < m->n_prog; i++) {
+            const mx_progress *e = &m->prog[i];
+            if ((e->shard < 0) != FAM[k].release)
+                continue;
+            char id[600];
+            dp_metrics_escape_label(e->id, e->id_len, id, sizeof id);
+            if (k < 2)
+                put(b, "%s{stream=\"%s\",shard=\"%" PRId32 "\"} %" PRIu64 "\n", FAM[k].name, id, e->shard,
+                    k == 0 ? e->step : e->step - 1);
+            else if (k == 3)
+                for (uint32_t s = 0; s < e->shards; s++)
+                    put(b, "%s{stream=\"%s\",shard=\"%" PRIu32 "\"} %d\n", FAM[k].name, id, s, e->arrived[s]);
+            else
+                put(b, "%s{stream=\"%s\"} %" PRIu64 "\n", FAM[k].name, id, k == 2 ? e->step : waiting(e));
+        }
+    }
+}
+
+static json_t *progress_json(const dp_metrics *m)
+{
+    json_t *shards = json_array(), *releases = json_array();
+    for (size_t i = 0; i < m->n_prog; i++) {
+        const mx_progress *e = &m->prog[i];
+        if (e->shard >= 0) {
+            json_array_append_new(shards, json_pack("{s:s%, s:i, s:I, s:I}", "stream", e->id, e->id_len, "shard",
+                                                    (int)e->shard, "open_step", (json_int_t)e->step, "closed_step",
+                                                    (json_int_t)(e->step - 1)));
+            continue;
+        }
+        json_t *arrived = json_array(), *wait = json_array();
+        for (uint32_t s = 0; s < e->shards; s++)
+            json_array_append_new(e->arrived[s] ? arrived : wait, json_integer(s));
+        json_array_append_new(releases, json_pack("{s:s%, s:I, s:I, s:o, s:o}", "stream", e->id, e->id_len,
+                                                  "next_step", (json_int_t)e->step, "shards", (json_int_t)e->shards,
+                                                  "arrived", arrived, "waiting", wait));
+    }
+    return json_pack("{s:o, s:o}", "shards", shards, "releases", releases);
+}
+
 static void input_metrics(dp_buf *b, const dp_metrics *m)
 {
     char nb[40];
@@ -245,6 +320,8 @@ static json_t *streams_json(const dp_metrics *m, const dp_bytes_map_slot **ss, s
         json_array_append_new(arr, o);
     }
     json_t *root = json_pack("{s:o, s:b}", "streams", arr, "input_metrics", m->o.input_metrics);
+    if (root && m->n_prog)
+        json_object_set_new(root, "sharded", progress_json(m));
     if (root && m->o.input_metrics) {
         json_t *dl = json_object(), *lag = json_object();
         for (int r = 1; r < DP_REJECT_REASON_COUNT; r++)
@@ -321,7 +398,10 @@ dp_metrics_view *mx_render(dp_metrics *m)
     }
     dp_buf b;
     dp_buf_init(&b);
+    if (m->n_prog)
+        qsort(m->prog, m->n_prog, sizeof *m->prog, by_stream_shard);
     public_metrics(&b, m, ss, n);
+    progress_metrics(&b, m);
     if (m->o.input_metrics)
         input_metrics(&b, m);
     json_t *sj = streams_json(m, ss, n);

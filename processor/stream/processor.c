@@ -11,7 +11,8 @@
  * and shard count (docs/kafka.md §10).  Calls: consume_loop (the batch),
  * release_loop (the release role's batch), committer (transactions), rebalance (re-seek, rewind),
  * snapshot_publish (its buffers), processor_state (the tables, fatal),
- * state_layout, kafka_util, stats (the merge scratch). */
+ * state_layout, kafka_util, stats (the merge scratch), metrics (the
+ * sharded streams' step progress, public: docs/kafka.md §10). */
 #include "stream/processor.h"
 
 #include <time.h>
@@ -269,6 +270,28 @@ static void log_progress(proc *p, int64_t now)
     p->last_progress_ms = now;
 }
 
+/* The sharded streams' step progress for the next view (metrics.h): each
+ * shard's open step, each released stream's next step and its shards'
+ * arrivals — public: step boundaries (docs/kafka.md §10). */
+static void metrics_progress(proc *p, dp_metrics *m)
+{
+    dp_metrics_progress_begin(m);
+    for (size_t i = 0; i < p->streams.cap; i++) {
+        const ps_stream *s = dp_bytes_map_at(&p->streams, i);
+        if (!s || !s->synth)
+            continue;
+        if (s->kind == PS_STREAM_SHARD) {
+            dp_metrics_shard_progress(m, s->id, s->id_len, s->partition, dp_synth_open_step(s->synth));
+        } else if (s->kind == PS_STREAM_RELEASE && s->merger.shards <= 4096) {
+            uint8_t arrived[4096];
+            uint64_t next = dp_synth_release_next_step(s->synth);
+            for (uint32_t k = 0; k < s->merger.shards; k++)
+                arrived[k] = (uint8_t)dp_stats_merger_has(&s->merger, next, k);
+            dp_metrics_release_progress(m, s->id, s->id_len, next, s->merger.shards, arrived);
+        }
+    }
+}
+
 /* The metrics' view is due: lags (cached watermarks) and the heartbeat. */
 static void metrics_tick(proc *p, int64_t now, int64_t *last_lag_ms)
 {
@@ -284,6 +307,8 @@ static void metrics_tick(proc *p, int64_t now, int64_t *last_lag_ms)
             dp_metrics_lag(m, i, p->parts[i].assigned ? lag : -1);
         }
     }
+    if (dp_metrics_due(m, now))
+        metrics_progress(p, m);
     dp_metrics_tick(m, now);
 }
 

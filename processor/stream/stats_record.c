@@ -253,6 +253,12 @@ int dp_stats_merger_complete(const dp_stats_merger *m, uint64_t step)
     return p && p->n_have == m->shards;
 }
 
+int dp_stats_merger_has(const dp_stats_merger *m, uint64_t step, uint32_t shard)
+{
+    const dp_stats_pending *p = shard < m->shards ? find(m, step) : NULL;
+    return p && p->have[shard];
+}
+
 int dp_stats_merger_take(dp_stats_merger *m, uint64_t step, dp_stats *out)
 {
     dp_stats_pending *p = find(m, step);

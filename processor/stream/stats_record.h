@@ -93,6 +93,9 @@ int  dp_stats_merger_add(dp_stats_merger *m, const dp_stats_record *r, const dp_
                          size_t errstr_size);
 /* 1 if every shard 0..shards-1 has added its statistics of `step`. */
 int  dp_stats_merger_complete(const dp_stats_merger *m, uint64_t step);
+/* 1 if shard `shard`'s statistics of `step` have been added and the step is
+ * not yet taken (which shards a step waits for: public, docs/kafka.md §10). */
+int  dp_stats_merger_has(const dp_stats_merger *m, uint64_t step, uint32_t shard);
 /* The merged statistics of a complete step, summed in shard order into
  * *out (cleared first), and the step released: its shards' records are
  * dropped and later records of it refused.  Steps are released in order:

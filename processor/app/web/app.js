@@ -112,6 +112,29 @@ function renderInput(input) {
   body.appendChild(el("div", { class: "row" }, dl, lag));
 }
 
+// Per-shard step progress under the roles (docs/kafka.md §10): an ingest
+// instance's shards and their open steps; a release instance's next step
+// per stream and the shards it still waits for.  Step boundaries: public.
+function renderSharded(sh) {
+  const body = document.getElementById("sharded-body");
+  body.replaceChildren();
+  const head = (...t) => el("tr", {}, ...t.map(x => el("th", { text: x })));
+  const row = (...t) => el("tr", {}, ...t.map(x => el("td", { text: String(x) })));
+  const tables = [];
+  if ((sh.shards || []).length) {
+    const t = el("table", { class: "shards" }, head("stream", "shard", "open step", "last closed step"));
+    for (const s of sh.shards) t.appendChild(row(s.stream, s.shard, s.open_step, s.closed_step));
+    tables.push(t);
+  }
+  if ((sh.releases || []).length) {
+    const t = el("table", { class: "releases" }, head("stream", "next step", "shards arrived", "waiting for"));
+    for (const r of sh.releases)
+      t.appendChild(row(r.stream, r.next_step, `${r.arrived.length} of ${r.shards}`, r.waiting.length ? r.waiting.join(", ") : "none"));
+    tables.push(t);
+  }
+  body.appendChild(el("div", { class: "row" }, ...tables));
+}
+
 async function getJSON(url) {
   const r = await fetch(url, { cache: "no-store" });
   if (!r.ok) throw new Error(`${url}: ${r.status}`);
@@ -131,6 +154,8 @@ async function refresh() {
     document.getElementById("input").hidden = !data.input_metrics;
     document.getElementById("input-note").hidden = !data.input_metrics;
     if (data.input_metrics && data.input) renderInput(data.input);
+    document.getElementById("sharded").hidden = !data.sharded;
+    if (data.sharded) renderSharded(data.sharded);
     const u = document.getElementById("updated");
     u.textContent = `${data.streams.length} stream(s); updated ${new Date().toLocaleTimeString()}`;
     u.setAttribute("data-streams", String(data.streams.length));
