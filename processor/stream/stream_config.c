@@ -317,7 +317,8 @@ static int load_sharded(dp_stream_route *r, size_t idx, const json_t *j, char *e
         return DP_OK;
     if (!dp_synth_shards_by_entity(r->synthesizer))
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu].sharded: synthesizer \"%s\" does not shard by entity (its "
-                      "step's statistics are not the sum of per-entity shards'; window and cumulative do)", idx,
+                      "step's statistics are not the sum of per-entity shards': hypercube's points_per_step caps "
+                      "all entities' points together; window, cumulative, adaptive, spatial, marginal shard)", idx,
                       r->synthesizer);
     if (r->gate.close_on_roster)
         return dp_err(errstr, n, DP_EINVAL, "streams[%zu].sharded: not with close_on_complete_roster (a shard sees "

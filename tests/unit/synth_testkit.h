@@ -18,6 +18,8 @@
 #include "core/buf.h"
 #include "core/dp_error.h"
 #include "synth/common/synth.h"
+#include "stream/kafka_util.h"
+#include "stream/shard_key.h"
 
 /* manifest key-value pairs kept from the last manifest (marginal's, at K = 2, has 10) */
 #define TK_MAX_KV 16
@@ -333,16 +335,49 @@ static inline void tk_check_replays(tk_run_fn run, void *ctx, uint8_t key, uint8
     dp_buf_free(&d);
 }
 
-/* Sharded ingest merged = the bundle, byte for byte: `steps` steps of
- * `per_step` updates from make(ctx, t, i, &u) (entity ids must be set; the
- * update's pointers may borrow from ctx until the next call) go to one
- * dp_synth and, by entity, to three ingest halves whose statistics are
- * merged into one release half.  Returns the bundle's record count. */
+/* Sharded ingest merged = the bundle, byte for byte, at every step
+ * (docs/kafka.md §10): `steps` steps of `per_step` updates from make(ctx,
+ * t, i) (the update's pointers may borrow from ctx until the next call; an
+ * update without an entity — an anonymous INSERT — is the shard of key
+ * stream ‖ 0x00) go to one dp_synth and to TK_SHARDS ingest halves, each
+ * update to the partition the real partitioner gives its sharded key
+ * (dp_update_key, dp_kafka_key_partition), with the same reject reasons;
+ * every step the shards' statistics are merged (in reverse shard order)
+ * into one release half, whose records, manifests and budget events must
+ * equal the bundle's after that step.  Every shard must hold updates.
+ * Returns the bundle's record count. */
 typedef dp_update (*tk_make_update)(void *ctx, int t, int i);
 
-static inline int tk_shard_of(const dp_update *u)
+enum { TK_SHARDS = 4 };
+
+static inline int tk_shard_of(const dp_update *u, const dp_synth_env *env)
 {
-    return u->entity_id_len ? (u->entity_id[0] + u->entity_id[u->entity_id_len - 1]) % 3 : 0;
+    dp_update k = *u;
+    if (!k.stream_id) {
+        k.stream_id = env->stream_id;
+        k.stream_id_len = env->stream_id_len;
+    }
+    dp_buf key;
+    dp_buf_init(&key);
+    CU_ASSERT_EQUAL_FATAL(dp_update_key(&k, 1, &key), DP_OK);
+    int32_t p = dp_kafka_key_partition("consistent_random", key.data, key.len, TK_SHARDS);
+    dp_buf_free(&key);
+    CU_ASSERT_FATAL(p >= 0 && p < TK_SHARDS);
+    return (int)p;
+}
+
+/* Close step t of every shard and merge their statistics into *merged. */
+static inline void tk_merge_shards(const dp_synth_ops *ops, dp_ingest_half **in, int t, dp_stats *merged)
+{
+    dp_stats part;
+    dp_stats_init(&part, (uint64_t)t);
+    dp_stats_clear(merged, (uint64_t)t);
+    for (int k = TK_SHARDS - 1; k >= 0; k--) {
+        dp_stats_clear(&part, (uint64_t)t);
+        CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[k], (uint64_t)t, &part), DP_OK);
+        CU_ASSERT_EQUAL_FATAL(dp_stats_merge(merged, &part), DP_OK);
+    }
+    dp_stats_free(&part);
 }
 
 static inline uint64_t tk_check_shards(const char *name, const json_t *cfg, const dp_synth_env *env, int steps,
@@ -357,41 +392,50 @@ static inline uint64_t tk_check_shards(const char *name, const json_t *cfg, cons
     tk_sink_init(&b);
     dp_release_sink sa = tk_sink_of(&a), sb = tk_sink_of(&b);
     const dp_synth_ops *ops = dp_synth_ops_find(name);
-    dp_ingest_half *in[3];
+    dp_ingest_half *in[TK_SHARDS];
     dp_release_half *rel;
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[i], cfg, err, sizeof err), DP_OK);
+    for (int k = 0; k < TK_SHARDS; k++)
+        CU_ASSERT_EQUAL_FATAL(ops->ingest_create(&in[k], cfg, err, sizeof err), DP_OK);
     CU_ASSERT_EQUAL_FATAL(ops->release_create(&rel, cfg, env, err, sizeof err), DP_OK);
-    dp_stats part, merged;
-    dp_stats_init(&part, 1);
+    dp_stats merged;
     dp_stats_init(&merged, 1);
+    int used[TK_SHARDS] = {0}, same = 1;
     for (int t = 1; t <= steps; t++) {
         for (int i = 0; i < per_step; i++) {
             dp_update u = make(ctx, t, i);
+            int k = tk_shard_of(&u, env);
             CU_ASSERT_EQUAL(dp_synth_ingest(s, &u, &why), DP_OK);
-            CU_ASSERT_EQUAL(ops->ingest_update(in[tk_shard_of(&u)], &u, &why2), DP_OK);
+            CU_ASSERT_EQUAL(ops->ingest_update(in[k], &u, &why2), DP_OK);
             CU_ASSERT_EQUAL(why, why2);
+            used[k]++;
         }
         CU_ASSERT_EQUAL_FATAL(dp_synth_close_step(s, &sa, err, sizeof err), DP_OK);
-        dp_stats_clear(&merged, (uint64_t)t);
-        for (int i = 2; i >= 0; i--) {
-            dp_stats_clear(&part, (uint64_t)t);
-            CU_ASSERT_EQUAL_FATAL(ops->ingest_close(in[i], (uint64_t)t, &part), DP_OK);
-            CU_ASSERT_EQUAL_FATAL(dp_stats_merge(&merged, &part), DP_OK);
-        }
+        tk_merge_shards(ops, in, t, &merged);
         CU_ASSERT_EQUAL_FATAL(ops->release_step(rel, (uint64_t)t, &merged, &sb, err, sizeof err), DP_OK);
+        same = same && a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0;
     }
-    CU_ASSERT(a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0);
+    CU_ASSERT(same);
+    for (int k = 0; k < TK_SHARDS; k++)
+        CU_ASSERT(used[k] > 0);
     uint64_t records = a.records;
-    for (int i = 0; i < 3; i++)
-        ops->ingest_destroy(in[i]);
+    for (int k = 0; k < TK_SHARDS; k++)
+        ops->ingest_destroy(in[k]);
     ops->release_destroy(rel);
-    dp_stats_free(&part);
     dp_stats_free(&merged);
     tk_sink_free(&a);
     tk_sink_free(&b);
     dp_synth_destroy(s);
     return records;
+}
+
+/* tk_check_shards under test key 8 for stream `stream`. */
+static inline uint64_t tk_check_shards_on(const char *name, const json_t *cfg, const char *stream, int steps,
+                                          int per_step, tk_make_update make, void *ctx)
+{
+    dp_key key;
+    dptest_key(&key, 8);
+    dp_synth_env env = {&key, stream, strlen(stream)};
+    return tk_check_shards(name, cfg, &env, steps, per_step, make, ctx);
 }
 
 #endif

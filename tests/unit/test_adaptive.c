@@ -553,27 +553,49 @@ static void test_tuples_and_attributes(void)
 }
 
 
-typedef struct shard_ctx { char id[24]; } shard_ctx;
+typedef struct shard_ctx { char id[24]; int standing; } shard_ctx;
 
-static dp_update shard_update(void *ctx, int t, int u)
+/* 500 updates a step by 430 users, so the last 70 repeat a user of the
+ * step (DUPLICATE_REPORT); values drift, so decisions go both ways.  On a
+ * standing_values snapshot every ninth user DELETEs the value it held (or
+ * a wrong one: NOT_PRESENT) and every thirteenth INSERTs (USER_LIMIT when
+ * it holds one). */
+static dp_update shard_update(void *ctx, int t, int i)
 {
     shard_ctx *c = ctx;
+    int u = i % 430;
     snprintf(c->id, sizeof c->id, "user-%d", u);
-    return tk_update((uint64_t)t, c->id, strlen(c->id), drifting(u, t * 10));
+    dp_update up = tk_update((uint64_t)t, c->id, strlen(c->id), drifting(u, t * 10));
+    if (c->standing && t > 1 && u % 9 == 0) {
+        up.kind = DP_UPDATE_DELETE;
+        up.payload.category = drifting(u, (t - (u % 2)) * 10);
+    } else if (c->standing && u % 13 == 0) {
+        up.kind = DP_UPDATE_INSERT;
+    }
+    return up;
 }
 
+/* 4 shards by the real key merged = the bundle at every step, under user
+ * (DSAT's sparse-vector decisions, standing values with INSERT/DELETE) and
+ * w_event (DSFT's sparse vector; BA's dissimilarity tests) privacy. */
 static void test_shards_merge(void)
 {
-    json_t *j = tk_cfg_text("{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"n_min\": 200, \"max_releases\": 3,"
-                         " \"decision_fraction\": 0.3}");
-    dp_key key;
-    dptest_key(&key, 8);
-    dp_synth_env env = {&key, "ad/1", 4};
-    shard_ctx c;
-    CU_ASSERT(tk_check_shards("adaptive", j, &env, 6, 500, shard_update, &c) > 400);
-    json_decref(j);
+    static const struct { const char *cfg; int standing; } runs[] = {
+        {"{\"categories\": 4, \"epsilon\": 1, \"horizon\": 6, \"n_min\": 200, \"max_releases\": 3,"
+         " \"decision_fraction\": 0.3}", 1},
+        {"{\"categories\": 4, \"epsilon\": 1, \"horizon\": 8, \"n_min\": 200, \"max_releases\": 2,"
+         " \"method\": \"dsft\", \"privacy\": \"w_event\", \"w\": 3, \"decision_fraction\": 0.3}", 0},
+        {"{\"categories\": 4, \"epsilon\": 1, \"horizon\": 8, \"method\": \"ba\", \"privacy\": \"w_event\","
+         " \"w\": 3}", 0},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        json_t *j = tk_cfg_text("%s", runs[r].cfg);
+        shard_ctx c = {.standing = runs[r].standing};
+        CU_ASSERT(tk_check_shards_on("adaptive", j, "ad/1", runs[r].standing ? 6 : 8, 500, shard_update, &c) > 400);
+        json_decref(j);
+    }
+    CU_ASSERT(dp_synth_shards_by_entity("adaptive"));
 }
-
 
 /* L1 distance between two finished statistics (sparse histograms). */
 static int64_t stats_l1(const dp_stats *a, const dp_stats *b)
@@ -705,7 +727,7 @@ int main(void)
         {"INSERT/DELETE of tuples and attribute rows: the snapshot counts what is present", test_tuples_and_attributes},
         {"the published DSAT rule leaks once its clip binds; the corrected SVT does not (exact + drawn)",
          test_clipped_threshold_privacy},
-        {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
+        {"4 shards by the real key (user dsat, w_event dsft and ba) = the bundle at every step", test_shards_merge},
         {"w-event: a report is in its own step's snapshot only; standing values are calibrated for L1 2",
          test_w_event_snapshots},
         {NULL, NULL},

@@ -682,23 +682,35 @@ static void test_mwem_pgm_mixture(void)
 
 typedef struct shard_ctx { char id[32]; int32_t r[3]; } shard_ctx;
 
+/* 400 updates a step by 97 users and anonymous rows: from step 2 every
+ * fifth deletes that user's row of the step before (NOT_PRESENT when that
+ * row was anonymous), every eleventh inserts without an entity (the shard of
+ * key stream ‖ 0x00). */
 static dp_update shard_update(void *ctx, int t, int i)
 {
     shard_ctx *c = ctx;
     snprintf(c->id, sizeof c->id, "user-%d", i % 97);
-    make_row((uint64_t)(t * 1000 + i), c->r);
-    return row_update((uint64_t)t, DP_UPDATE_INSERT, c->r, 3, c->id);
+    int del = i % 5 == 4 && t > 1, anon = !del && i % 11 == 0;
+    make_row((uint64_t)((del ? t - 1 : t) * 1000 + i), c->r);
+    return row_update((uint64_t)t, del ? DP_UPDATE_DELETE : DP_UPDATE_INSERT, c->r, 3, anon ? NULL : c->id);
 }
 
+/* Every method over 4 shards: the default forest, independent, and
+ * select_measure_fit (docs/kafka.md §10). */
 static void test_shards_merge(void)
 {
-    json_t *j = cfg_of(4, "epsilon", 2, 2, NULL);
-    dp_key key;
-    dptest_key(&key, 8);
-    dp_synth_env env = {&key, "m/1", 3};
-    shard_ctx c;
-    CU_ASSERT(tk_check_shards("marginal", j, &env, 4, 400, shard_update, &c) > 1000);
-    json_decref(j);
+    static const char *const methods[] = {"forest", "independent", NULL};
+    for (int m = 0; m < 3; m++) {
+        json_t *j = cfg_of(4, "epsilon", 2, 2, NULL);
+        if (methods[m]) {   /* Alg. 3's keys are refused under these methods */
+            json_object_del(j, "selections_per_step");
+            json_object_set_new(j, "method", json_string(methods[m]));
+        }
+        shard_ctx c;
+        CU_ASSERT(tk_check_shards_on("marginal", j, "m/1", 4, 400, shard_update, &c) > 1000);
+        json_decref(j);
+    }
+    CU_ASSERT(dp_synth_shards_by_entity("marginal"));
 }
 
 /* dp_round_systematic (core/round.h) hands out exactly n rows whatever the weights:
@@ -762,7 +774,7 @@ int main(void)
         {"the selection skips workloads the pgm model cannot fit", test_selection_skips_unfittable},
         {"delete-heavy stream: synthetic size follows the true size (both methods)", test_delete_heavy},
         {"mwem with fit pgm: the sum of step models = mwem with mw on inserts; DELETE rejected", test_mwem_pgm_mixture},
-        {"entity-sharded ingest merged = the bundle, byte for byte", test_shards_merge},
+        {"4 shards by the real key (forest, independent, select_measure_fit) = the bundle at every step", test_shards_merge},
         {"row rounding: exactly n rows, extreme weights neither overflow nor lose rows", test_round_counts},
         {NULL, NULL},
     };

@@ -1,7 +1,9 @@
 /* test_synth_shards.c — splitting the entities over several ingest halves,
  * merging their statistics, and releasing once gives byte-identical
  * output (records, manifests, budget events) to the single-shard bundle,
- * for `window` (c = 2 and 3) and `cumulative`. */
+ * for `window` (c = 2 and 3) and `cumulative` (adaptive, spatial and marginal:
+ * tk_check_shards in their own tests); and every synthesizer that shards
+ * stops an ingest-only close exactly where the combined close stops. */
 #include "dptest.h"
 #include "synth_testkit.h"
 
@@ -103,12 +105,59 @@ static void test_window_c3(void)
 }
 static void test_cumulative_tree(void) { check("cumulative", "{\"horizon\":10,\"rho\":1}", 2000, 10, 2); }
 
+/* For every synthesizer whose ingest half shards (the registry, each from
+ * its example config): the ingest-only close (dp_synth_close_ingest, what
+ * an ingest instance runs) is refused as EXHAUSTED after exactly the step
+ * the combined close is, and dp_synth_exhausted agrees at every step — the
+ * public rule (release_last_step), never the release half's own state,
+ * which an ingest instance does not have (docs/kafka.md §10). */
+static void test_ingest_exhausts_with_combined(void)
+{
+    dp_key key;
+    dptest_key(&key, 22);
+    dp_synth_env env = {&key, "s", 1};
+    char err[256];
+    int n_sharding = 0;
+    for (size_t i = 0; dp_synth_ops_at(i); i++) {
+        const dp_synth_ops *ops = dp_synth_ops_at(i);
+        if (!ops->shards_by_entity)
+            continue;
+        n_sharding++;
+        json_t *cfg = json_loads(ops->example_config, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+        dp_synth *all, *ing;
+        CU_ASSERT_EQUAL_FATAL(dp_synth_create(&all, ops->name, cfg, &env, err, sizeof err), DP_OK);
+        CU_ASSERT_EQUAL_FATAL(dp_synth_create(&ing, ops->name, cfg, &env, err, sizeof err), DP_OK);
+        tk_sink k;
+        tk_sink_init(&k);
+        dp_release_sink sk = tk_sink_of(&k);
+        dp_stats st;
+        dp_stats_init(&st, 1);
+        for (int t = 1; t <= 40; t++) {
+            int a = dp_synth_close_step(all, &sk, err, sizeof err);
+            int b = dp_synth_close_ingest(ing, &st, err, sizeof err);
+            CU_ASSERT_EQUAL(a, b);
+            CU_ASSERT_EQUAL(dp_synth_exhausted(all), dp_synth_exhausted(ing));
+            if (a != b)
+                fprintf(stderr, "%s: step %d combined %d, ingest-only %d\n", ops->name, t, a, b);
+        }
+        dp_stats_free(&st);
+        tk_sink_free(&k);
+        dp_synth_destroy(all);
+        dp_synth_destroy(ing);
+        json_decref(cfg);
+    }
+    CU_ASSERT_EQUAL(n_sharding, 5);
+}
+
 int main(void)
 {
     static const dptest_case cases[] = {
         {"window c=2: 3 shards merged = 1 shard, byte for byte", test_window_c2},
         {"window c=3: 3 shards merged = 1 shard, byte for byte", test_window_c3},
         {"cumulative: 3 shards merged = 1 shard, byte for byte", test_cumulative_tree},
+        {"every sharding synthesizer: the ingest-only close exhausts at the combined close's step",
+         test_ingest_exhausts_with_combined},
         {NULL, NULL},
     };
     return dptest_run("synth shards", cases);

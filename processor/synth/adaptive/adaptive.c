@@ -348,6 +348,14 @@ static const dp_ledger *adaptive_release_ledger(const dp_release_half *rel)
 
 static uint64_t adaptive_next_step(const dp_release_half *rel) { return ((const adaptive_release *)rel)->done + 1; }
 
+/* The last step the plan releases (synth.h): the horizon; adaptive exhausts by it alone
+ * (and fails closed on a refused step), so an ingest-only bundle of a sharded
+ * stream stops where the combined close would (docs/kafka.md §10). */
+static uint64_t adaptive_last_step(const dp_release_half *rel)
+{
+    return ((const adaptive_release *)rel)->cfg.horizon;
+}
+
 /* The plan (synth.h).  Which steps release is the mechanism's output, so
  * there are no per-step runs: the named spends say what a decision and a
  * release cost and how many there can be. */
@@ -483,6 +491,7 @@ static int adaptive_release_load(dp_release_half *rel, dp_reader *r)
 const dp_synth_ops dp_synth_ops_adaptive = {
     .name = NAME,
     .example_config = "{\"categories\":3,\"epsilon\":1,\"horizon\":6,\"method\":\"ba\",\"privacy\":\"w_event\",\"w\":3}",
+    .shards_by_entity = 1,
     .update_kind = DP_UPDATE_REPORT,
     .payload_kind = DP_PAYLOAD_CATEGORY,
     .ingest_create = dp_adaptive_ingest_create,
@@ -501,5 +510,6 @@ const dp_synth_ops dp_synth_ops_adaptive = {
     .release_destroy = adaptive_release_destroy,
     .release_ledger = adaptive_release_ledger,
     .release_next_step = adaptive_next_step,
+    .release_last_step = adaptive_last_step,
     .release_describe = adaptive_release_describe,
 };

@@ -431,7 +431,7 @@ typedef struct dp_synth_ops {
     /* 1 if its ingest half shards by entity: per-step statistics of
      * disjoint sets of entities merge into the whole's (dp_stats_merge),
      * whatever the order, so a route of it may be "sharded"
-     * (tests/unit/test_synth_shards.c shows it byte for byte). */
+     * (tests/unit/test_synth_shards.c and tk_check_shards show it byte for byte). */
     int             shards_by_entity;
     dp_update_kind  update_kind;
     dp_payload_kind payload_kind;

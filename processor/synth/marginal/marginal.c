@@ -173,6 +173,14 @@ static uint64_t marginal_next_step(const dp_release_half *rel)
 {
     return ((const marginal_release *)rel)->done + 1;
 }
+
+/* The last step the plan releases (synth.h): the horizon; marginal exhausts by it alone
+ * (and fails closed on a refused step), so an ingest-only bundle of a sharded
+ * stream stops where the combined close would (docs/kafka.md §10). */
+static uint64_t marginal_last_step(const dp_release_half *rel)
+{
+    return ((const marginal_release *)rel)->cfg.horizon;
+}
 static int emit_row(void *ctx, const int32_t *row)
 {
     marginal_release *m = ctx;
@@ -350,6 +358,7 @@ const dp_synth_ops dp_synth_ops_marginal = {
     .example_config = "{\"attributes\":[{\"name\":\"a\",\"categories\":[\"0\",\"1\"]},"
                       "{\"name\":\"b\",\"categories\":[\"0\",\"1\",\"2\"]},{\"name\":\"c\",\"categories\":[\"0\",\"1\"]}],"
                       "\"horizon\":6,\"epsilon\":1}",
+    .shards_by_entity = 1,
     .update_kind = DP_UPDATE_INSERT,
     .payload_kind = DP_PAYLOAD_ROW,
     .ingest_create = dp_marginal_ingest_create,
@@ -368,6 +377,7 @@ const dp_synth_ops dp_synth_ops_marginal = {
     .release_destroy = marginal_release_destroy,
     .release_ledger = marginal_release_ledger,
     .release_next_step = marginal_next_step,
+    .release_last_step = marginal_last_step,
     .release_describe = marginal_release_describe,
     .release_load_refusal = dp_marginal_release_load_refusal,
 };

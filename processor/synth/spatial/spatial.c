@@ -592,6 +592,14 @@ static const dp_ledger *spatial_release_ledger(const dp_release_half *rel)
 
 static uint64_t spatial_next_step(const dp_release_half *rel) { return ((const spatial_release *)rel)->done + 1; }
 
+/* The last step the plan releases (synth.h): the horizon; spatial exhausts by it alone
+ * (and fails closed on a refused step), so an ingest-only bundle of a sharded
+ * stream stops where the combined close would (docs/kafka.md §10); 0 when unbounded. */
+static uint64_t spatial_last_step(const dp_release_half *rel)
+{
+    return ((const spatial_release *)rel)->cfg.horizon;
+}
+
 /* The plan (synth.h): input steps before init_steps release and spend
  * nothing; from it on every step spends ε on its own point events
  * (PrivTree's share and the leaf counters'), in parallel over steps. */
@@ -628,6 +636,7 @@ static int spatial_release_describe(const dp_release_half *rel, dp_synth_plan *o
 const dp_synth_ops dp_synth_ops_spatial = {
     .name = NAME,
     .example_config = "{\"epsilon\":1,\"max_depth\":6}",
+    .shards_by_entity = 1,
     .update_kind = DP_UPDATE_INSERT,
     .payload_kind = DP_PAYLOAD_POINT,
     .ingest_create = dp_spatial_ingest_create,
@@ -646,5 +655,6 @@ const dp_synth_ops dp_synth_ops_spatial = {
     .release_destroy = spatial_release_destroy,
     .release_ledger = spatial_release_ledger,
     .release_next_step = spatial_next_step,
+    .release_last_step = spatial_last_step,
     .release_describe = spatial_release_describe,
 };
