@@ -8,7 +8,9 @@
 # roles_produce, roles_start ROLE ID LOG [run options] (appends its pid to
 # RUN_PIDS, LAST_PID), roles_released (committed manifests now),
 # roles_same_as_replay (the committed releases and budget events, stream
-# by stream, byte-identical to the replay's) and roles_refuse_record.
+# by stream, byte-identical to the replay's), roles_wait_all SECONDS (until
+# every step is released, every instance of RUN_PIDS alive), roles_stop_all
+# (SIGTERM each, each must exit 0) and roles_refuse_record.
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 ROLES_SEED=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed
 PREFIX=it-roles-$(cut -c1-8 /proc/sys/kernel/random/uuid)
@@ -82,6 +84,23 @@ roles_same_as_replay() {
         || { cat "$WORK/export.err" >&2; fail "export found an inconsistent release"; }
     python3 "$ROOT/tests/integration/lib/same_by_stream.py" "$WORK/replay" "$WORK/out" \
         || fail "the roles' outputs differ from replay"
+}
+
+roles_wait_all() {   # $1 = seconds to wait for EXPECT releases
+    local p deadline=$((SECONDS + $1))
+    until [ "$(roles_released)" -ge "$EXPECT" ]; do
+        for p in "${RUN_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "an instance (pid $p) exited early"; done
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting for $EXPECT releases ($(roles_released) so far)"
+        sleep 2
+    done
+    sleep 2   # anything released twice shows up
+}
+
+roles_stop_all() {
+    local p rc
+    for p in "${RUN_PIDS[@]}"; do kill -TERM "$p"; done
+    for p in "${RUN_PIDS[@]}"; do rc=0; wait "$p" || rc=$?; [ "$rc" -eq 0 ] || fail "pid $p exited $rc on SIGTERM"; done
+    RUN_PIDS=()
 }
 
 # roles_refuse_record KIND TEXT — fail closed (docs/kafka.md §10): the
