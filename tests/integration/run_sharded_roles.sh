@@ -40,33 +40,17 @@ grep -q "run --role ingest instances and --role release instances" "$WORK/all.er
 roles_input 60
 
 # --- the instances: both ingest instances own partitions before any input ---------------
-wait_log() {   # $1 = log, $2 = pattern, $3 = what, $4 = how many times (1)
-    local deadline=$((SECONDS + 90))
-    local n
-    until n=$(grep -c "$2" "$WORK/$1.err" 2>/dev/null || true); [ "${n:-0}" -ge "${4:-1}" ]; do
-        [ $SECONDS -lt $deadline ] || fail "timed out waiting for $3"
-        sleep 1
-    done
-}
 roles_start ingest roles-in1 in1
-wait_log in1 "assigned [1-9]" "the first ingest instance's partitions"
+roles_wait_log in1 "assigned [1-9]" "the first ingest instance's partitions"
 roles_start ingest roles-in2 in2
-wait_log in2 "assigned [1-9]" "the second ingest instance's partitions"
-wait_log in1 "assigned [1-9]" "the first ingest instance's share after the second joined" 2
+roles_wait_log in2 "assigned [1-9]" "the second ingest instance's partitions"
+roles_wait_log in1 "assigned [1-9]" "the first ingest instance's share after the second joined" 2
 roles_start release roles-rel rel
-wait_log rel "assigned [1-9]" "the release instance's partitions"
+roles_wait_log rel "assigned [1-9]" "the release instance's partitions"
 roles_produce
 
-deadline=$((SECONDS + 180))
-until [ "$(roles_released)" -ge "$EXPECT" ]; do
-    for p in "${RUN_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "an instance exited early"; done
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for $EXPECT releases"
-    sleep 2
-done
-sleep 2   # anything extra (a bug) shows up
-for p in "${RUN_PIDS[@]}"; do kill -TERM "$p"; done
-for p in "${RUN_PIDS[@]}"; do rc=0; wait "$p" || rc=$?; [ "$rc" -eq 0 ] || fail "an instance exited $rc on SIGTERM"; done
-RUN_PIDS=()
+roles_wait_all 180
+roles_stop_all
 
 # --- the work was split, and done by the roles it belongs to ---------------------------------
 for i in in1 in2; do

@@ -4,11 +4,16 @@
 # `run --role release` instance over the input of run_sharded_roles.sh (a
 # sharded window, a sharded cumulative and an unsharded stream, 4
 # partitions) with 12 steps, every transaction held open a while
-# (--debug-commit-delay-ms); once some steps are released the broker is
-# stopped (controlled shutdown), kept down past the group session timeout,
-# and started again on the same data.  Then:
+# (--debug-commit-delay-ms; 3.5 s for the first ingest instance); once some
+# steps are released and the first ingest instance holds a transaction
+# open, the broker is stopped (controlled shutdown), kept down past the
+# group session timeout, and started again on the same data.  Then:
 #   * the stop landed mid-run: some steps were released before it, and
-#     some only after the start;
+#     some only after the start; and inside a transaction: the one held
+#     open was still open when the broker was down, and ended after it
+#     came back — committed (librdkafka retries EndTxn until the
+#     coordinator answers again, what happened in the runs here) or failed,
+#     then aborted and rewound to the last committed state;
 #   * every instance rode it out — none exited — and finishes on SIGTERM
 #     with exit 0;
 #   * the committed releases and budget events are byte-identical to
@@ -39,7 +44,7 @@ ROLES_STEPS=12
 roles_config
 roles_input 100
 FAIL_LOGS=("$WORK/in1.err" "$WORK/in2.err" "$WORK/rel.err")
-roles_start ingest roles-in1 in1 --debug-commit-delay-ms 300
+roles_start ingest roles-in1 in1 --debug-commit-delay-ms 3500
 roles_start ingest roles-in2 in2 --debug-commit-delay-ms 300
 roles_start release roles-rel rel --debug-commit-delay-ms 300
 roles_produce
@@ -49,7 +54,13 @@ until before=$(roles_released); [ "$before" -ge 4 ]; do
     [ $SECONDS -lt $deadline ] || fail "timed out waiting for the first releases"
     sleep 0.5
 done
+until roles_holding "$WORK/in1.err"; do
+    [ $SECONDS -lt $deadline ] || fail "the first ingest instance held no transaction open"
+    sleep 0.05
+done
 broker stop > /dev/null
+roles_holding "$WORK/in1.err" || fail "the first ingest instance's held transaction ended before the broker stopped"
+held_at=$(grep -c . "$WORK/in1.err")
 sleep 10   # past session.timeout.ms (6000): the groups' members expire at the start
 for p in "${RUN_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "an instance (pid $p) exited while the broker was down"; done
 broker start > /dev/null || { broker log >&2; fail "the broker did not start again"; }
@@ -61,7 +72,17 @@ for i in in1 in2 rel; do
 done
 roles_wait_all 300
 roles_stop_all
+# the held transaction's end (the first after the stop) and what followed it
+fate=$(tail -n +"$held_at" "$WORK/in1.err" | grep -o "held transaction [a-z ]*" | head -1)
+case "$fate" in
+"held transaction committed") ;;
+"held transaction failed to commit")
+    tail -n +"$held_at" "$WORK/in1.err" | grep -q "transaction aborted: rewinding" \
+        || fail "the first ingest instance did not rewind after its transaction failed" ;;
+*) fail "the transaction open across the outage never ended: '$fate'" ;;
+esac
 aborted=$(cat "$WORK"/in1.err "$WORK"/in2.err "$WORK"/rel.err | grep -c "transaction aborted: rewinding" || true)
 roles_same_as_replay
 echo "ok: a broker restart mid-run ($before of $EXPECT steps released before the stop, $after at the start;" \
-    "$aborted transaction(s) aborted and rewound); byte-identical to replay"
+    "a transaction open across it: ${fate#held transaction }; $aborted transaction(s) aborted and rewound);" \
+    "byte-identical to replay"

@@ -5,12 +5,15 @@
 # window stream on a 4-partition updates topic, ROLES_STEPS steps, 6
 # unless set), roles_input (their interleaved input with CLOSE_STEP
 # markers, and its replay: EXPECT = 3 × ROLES_STEPS manifests),
-# roles_produce, roles_start ROLE ID LOG [run options] (appends its pid to
+# roles_produce [FILE] (the input, or FILE), roles_start ROLE ID LOG [run options] (appends its pid to
 # RUN_PIDS, LAST_PID), roles_released (committed manifests now),
 # roles_same_as_replay (the committed releases and budget events, stream
 # by stream, byte-identical to the replay's), roles_wait_all SECONDS (until
 # every step is released, every instance of RUN_PIDS alive), roles_stop_all
-# (SIGTERM each, each must exit 0) and roles_refuse_record.
+# (SIGTERM each, each must exit 0), roles_wait_log LOG PATTERN WHAT [COUNT]
+# (until LOG.err shows PATTERN COUNT times, 1 unless given), roles_holding
+# LOGFILE (its last transaction mark under --debug-commit-delay-ms is
+# txn_held: a transaction open at the broker) and roles_refuse_record.
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 ROLES_SEED=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed
 PREFIX=it-roles-$(cut -c1-8 /proc/sys/kernel/random/uuid)
@@ -56,8 +59,8 @@ PY
     [ "$EXPECT" -eq $((3 * ROLES_STEPS)) ] || fail "replay released $EXPECT steps, expected $((3 * ROLES_STEPS))"
 }
 
-roles_produce() {
-    "$BIN" produce --config "$WORK/config.json" --input "$WORK/input.jsonl" --partitions 4 \
+roles_produce() {   # $1 = the input file ($WORK/input.jsonl)
+    "$BIN" produce --config "$WORK/config.json" --input "${1:-$WORK/input.jsonl}" --partitions 4 \
         > "$WORK/produce.out" 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
 }
 
@@ -94,6 +97,18 @@ roles_wait_all() {   # $1 = seconds to wait for EXPECT releases
         sleep 2
     done
     sleep 2   # anything released twice shows up
+}
+
+roles_wait_log() {   # $1 = log, $2 = pattern, $3 = what, $4 = how many times (1)
+    local n deadline=$((SECONDS + 90))
+    until n=$(grep -c "$2" "$WORK/$1.err" 2>/dev/null || true); [ "${n:-0}" -ge "${4:-1}" ]; do
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting for $3"
+        sleep 1
+    done
+}
+
+roles_holding() {   # $1 = log file
+    [ "$(grep -o 'holding it [0-9]* ms\|held transaction' "$1" 2>/dev/null | tail -1 | cut -c1-7)" = holding ]
 }
 
 roles_stop_all() {
