@@ -107,6 +107,36 @@ roles_wait_log() {   # $1 = log, $2 = pattern, $3 = what, $4 = how many times (1
     done
 }
 
+# roles_inspect SEALED [options] — after a whole run (ROLES_STEPS steps):
+# the state topic holds each sharded stream's 4 shards (ingest-role
+# snapshots, no ledger, the next step open), each in its own partition, and
+# the unsharded stream's combined one; --release-state: each sharded
+# stream's release half (ledger spent to its budget, the next step next)
+# and merger state; every one authenticated, and sealed iff SEALED is true.
+roles_inspect() {
+    local sealed=$1
+    shift
+    "$BIN" inspect-snapshot --config "$WORK/config.json" --key-hex "$KEY" --json "$@" > "$WORK/inspect.json" \
+        2> "$WORK/inspect.err" || fail "inspect-snapshot of the ingest state: $(cat "$WORK/inspect.err")"
+    "$BIN" inspect-snapshot --config "$WORK/config.json" --key-hex "$KEY" --json --release-state "$@" \
+        > "$WORK/inspect-rel.json" 2> "$WORK/inspect-rel.err" \
+        || fail "inspect-snapshot --release-state: $(cat "$WORK/inspect-rel.err")"
+    python3 - "$WORK" "$ROLES_STEPS" "$sealed" <<'PY' || fail "inspect-snapshot's account of the roles' state"
+import json, sys
+w, nxt, sealed = sys.argv[1], int(sys.argv[2]) + 1, sys.argv[3] == "true"
+ing = json.load(open(f"{w}/inspect.json"))["streams"]
+rel = json.load(open(f"{w}/inspect-rel.json"))["streams"]
+shards = sorted((s["stream"], s["partition"]) for s in ing if s["kind"] == "ingest" and s["ledger"] is None
+                and s["open_step"] == nxt)
+assert shards == sorted((x, p) for x in ("cum/a", "win/a") for p in range(4)), shards
+assert [(s["stream"], s["kind"]) for s in ing if s["kind"] != "ingest"] == [("plain", "combined")], ing
+got = sorted((s["stream"], s["kind"], s["next_release_step"], s["ledger"]["exhausted"]) for s in rel)
+assert got == [("cum/a", "release", nxt, True), ("win/a", "release", nxt, True)], got
+assert all(s["authenticated"] and s["merger_state_bytes"] > 0 for s in rel), rel
+assert all(s["sealed"] == sealed for s in ing + rel), [(s["stream"], s["sealed"]) for s in ing + rel]
+PY
+}
+
 roles_holding() {   # $1 = log file
     [ "$(grep -o 'holding it [0-9]* ms\|held transaction' "$1" 2>/dev/null | tail -1 | cut -c1-7)" = holding ]
 }
