@@ -40,33 +40,17 @@ grep -q "run --role ingest instances and --role release instances" "$WORK/all.er
 roles_input 60
 
 # --- the instances: both ingest instances own partitions before any input ---------------
-wait_log() {   # $1 = log, $2 = pattern, $3 = what, $4 = how many times (1)
-    local deadline=$((SECONDS + 90))
-    local n
-    until n=$(grep -c "$2" "$WORK/$1.err" 2>/dev/null || true); [ "${n:-0}" -ge "${4:-1}" ]; do
-        [ $SECONDS -lt $deadline ] || fail "timed out waiting for $3"
-        sleep 1
-    done
-}
 roles_start ingest roles-in1 in1
-wait_log in1 "assigned [1-9]" "the first ingest instance's partitions"
+roles_wait_log in1 "assigned [1-9]" "the first ingest instance's partitions"
 roles_start ingest roles-in2 in2
-wait_log in2 "assigned [1-9]" "the second ingest instance's partitions"
-wait_log in1 "assigned [1-9]" "the first ingest instance's share after the second joined" 2
+roles_wait_log in2 "assigned [1-9]" "the second ingest instance's partitions"
+roles_wait_log in1 "assigned [1-9]" "the first ingest instance's share after the second joined" 2
 roles_start release roles-rel rel
-wait_log rel "assigned [1-9]" "the release instance's partitions"
+roles_wait_log rel "assigned [1-9]" "the release instance's partitions"
 roles_produce
 
-deadline=$((SECONDS + 180))
-until [ "$(roles_released)" -ge "$EXPECT" ]; do
-    for p in "${RUN_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "an instance exited early"; done
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for $EXPECT releases"
-    sleep 2
-done
-sleep 2   # anything extra (a bug) shows up
-for p in "${RUN_PIDS[@]}"; do kill -TERM "$p"; done
-for p in "${RUN_PIDS[@]}"; do rc=0; wait "$p" || rc=$?; [ "$rc" -eq 0 ] || fail "an instance exited $rc on SIGTERM"; done
-RUN_PIDS=()
+roles_wait_all 180
+roles_stop_all
 
 # --- the work was split, and done by the roles it belongs to ---------------------------------
 for i in in1 in2; do
@@ -87,24 +71,7 @@ roles_same_as_replay
 # no ledger), each in its own partition, and the unsharded stream's
 # combined one; --release-state: each sharded stream's release half
 # (ledger spent to its budget, step 7 next) and merger state
-"$BIN" inspect-snapshot --config "$WORK/config.json" --key-hex "$KEY" --json > "$WORK/inspect.json" \
-    2> "$WORK/inspect.err" || fail "inspect-snapshot of the ingest state: $(cat "$WORK/inspect.err")"
-"$BIN" inspect-snapshot --config "$WORK/config.json" --key-hex "$KEY" --json --release-state \
-    > "$WORK/inspect-rel.json" 2> "$WORK/inspect-rel.err" \
-    || fail "inspect-snapshot --release-state: $(cat "$WORK/inspect-rel.err")"
-python3 - "$WORK" <<'PY' || fail "inspect-snapshot's account of the roles' state"
-import json, sys
-w = sys.argv[1]
-ing = json.load(open(f"{w}/inspect.json"))["streams"]
-rel = json.load(open(f"{w}/inspect-rel.json"))["streams"]
-shards = sorted((s["stream"], s["partition"]) for s in ing if s["kind"] == "ingest" and s["ledger"] is None
-                and s["open_step"] == 7)
-assert shards == sorted((x, p) for x in ("cum/a", "win/a") for p in range(4)), shards
-assert [(s["stream"], s["kind"]) for s in ing if s["kind"] != "ingest"] == [("plain", "combined")], ing
-got = sorted((s["stream"], s["kind"], s["next_release_step"], s["ledger"]["exhausted"]) for s in rel)
-assert got == [("cum/a", "release", 7, True), ("win/a", "release", 7, True)], got
-assert all(s["authenticated"] and s["merger_state_bytes"] > 0 for s in rel), rel
-PY
+roles_inspect false
 
 # --- fail closed: a statistics record with a broken MAC stops the release instance ---------
 roles_refuse_record forged "fails authentication"

@@ -46,14 +46,11 @@ launch() {   # $1 = instance: a new incarnation, its own log
 FAIL_LOGS=()
 launch in1; launch in2; launch rel
 
-holding() {   # $1 = log: its last transaction mark is txn_held (open at the broker)
-    [ "$(grep -o 'holding it [0-9]* ms\|held transaction' "$1" 2>/dev/null | tail -1 | cut -c1-7)" = holding ]
-}
 committed_one() { grep -q "held transaction committed" "$1" 2>/dev/null; }
 victim() {   # $1 = role: an instance of it that committed a transaction and holds another open
     local i
     for i in in1 in2 rel; do
-        [ "${ROLE[$i]}" = "$1" ] && committed_one "$WORK/$i.${INC[$i]}.err" && holding "$WORK/$i.${INC[$i]}.err" \
+        [ "${ROLE[$i]}" = "$1" ] && committed_one "$WORK/$i.${INC[$i]}.err" && roles_holding "$WORK/$i.${INC[$i]}.err" \
             && { echo "$i"; return 0; }
     done
     return 1
@@ -77,7 +74,7 @@ while [ "$mid" -lt "$KILLS" ]; do
     wait "${PID[$v]}" 2>/dev/null || true
     n=$(roles_released)
     [ "$n" -lt "$EXPECT" ] || fail "kill $k of $v came after the run was done ($n releases)"
-    if holding "$log"; then
+    if roles_holding "$log"; then
         mid=$((mid + 1))
         [ "$role" = ingest ] && killed_in=$((killed_in + 1)) || killed_rel=$((killed_rel + 1))
         echo "kill $k: $v (incarnation ${INC[$v]}) inside an open transaction, $n of $EXPECT releases committed"

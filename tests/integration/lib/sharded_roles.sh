@@ -5,10 +5,15 @@
 # window stream on a 4-partition updates topic, ROLES_STEPS steps, 6
 # unless set), roles_input (their interleaved input with CLOSE_STEP
 # markers, and its replay: EXPECT = 3 × ROLES_STEPS manifests),
-# roles_produce, roles_start ROLE ID LOG [run options] (appends its pid to
+# roles_produce [FILE] (the input, or FILE), roles_start ROLE ID LOG [run options] (appends its pid to
 # RUN_PIDS, LAST_PID), roles_released (committed manifests now),
 # roles_same_as_replay (the committed releases and budget events, stream
-# by stream, byte-identical to the replay's) and roles_refuse_record.
+# by stream, byte-identical to the replay's), roles_wait_all SECONDS (until
+# every step is released, every instance of RUN_PIDS alive), roles_stop_all
+# (SIGTERM each, each must exit 0), roles_wait_log LOG PATTERN WHAT [COUNT]
+# (until LOG.err shows PATTERN COUNT times, 1 unless given), roles_holding
+# LOGFILE (its last transaction mark under --debug-commit-delay-ms is
+# txn_held: a transaction open at the broker) and roles_refuse_record.
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 ROLES_SEED=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed
 PREFIX=it-roles-$(cut -c1-8 /proc/sys/kernel/random/uuid)
@@ -54,8 +59,8 @@ PY
     [ "$EXPECT" -eq $((3 * ROLES_STEPS)) ] || fail "replay released $EXPECT steps, expected $((3 * ROLES_STEPS))"
 }
 
-roles_produce() {
-    "$BIN" produce --config "$WORK/config.json" --input "$WORK/input.jsonl" --partitions 4 \
+roles_produce() {   # $1 = the input file ($WORK/input.jsonl)
+    "$BIN" produce --config "$WORK/config.json" --input "${1:-$WORK/input.jsonl}" --partitions 4 \
         > "$WORK/produce.out" 2> "$WORK/produce.err" || { cat "$WORK/produce.err" >&2; fail "produce failed"; }
 }
 
@@ -82,6 +87,65 @@ roles_same_as_replay() {
         || { cat "$WORK/export.err" >&2; fail "export found an inconsistent release"; }
     python3 "$ROOT/tests/integration/lib/same_by_stream.py" "$WORK/replay" "$WORK/out" \
         || fail "the roles' outputs differ from replay"
+}
+
+roles_wait_all() {   # $1 = seconds to wait for EXPECT releases
+    local p deadline=$((SECONDS + $1))
+    until [ "$(roles_released)" -ge "$EXPECT" ]; do
+        for p in "${RUN_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "an instance (pid $p) exited early"; done
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting for $EXPECT releases ($(roles_released) so far)"
+        sleep 2
+    done
+    sleep 2   # anything released twice shows up
+}
+
+roles_wait_log() {   # $1 = log, $2 = pattern, $3 = what, $4 = how many times (1)
+    local n deadline=$((SECONDS + 90))
+    until n=$(grep -c "$2" "$WORK/$1.err" 2>/dev/null || true); [ "${n:-0}" -ge "${4:-1}" ]; do
+        [ $SECONDS -lt $deadline ] || fail "timed out waiting for $3"
+        sleep 1
+    done
+}
+
+# roles_inspect SEALED [options] — after a whole run (ROLES_STEPS steps):
+# the state topic holds each sharded stream's 4 shards (ingest-role
+# snapshots, no ledger, the next step open), each in its own partition, and
+# the unsharded stream's combined one; --release-state: each sharded
+# stream's release half (ledger spent to its budget, the next step next)
+# and merger state; every one authenticated, and sealed iff SEALED is true.
+roles_inspect() {
+    local sealed=$1
+    shift
+    "$BIN" inspect-snapshot --config "$WORK/config.json" --key-hex "$KEY" --json "$@" > "$WORK/inspect.json" \
+        2> "$WORK/inspect.err" || fail "inspect-snapshot of the ingest state: $(cat "$WORK/inspect.err")"
+    "$BIN" inspect-snapshot --config "$WORK/config.json" --key-hex "$KEY" --json --release-state "$@" \
+        > "$WORK/inspect-rel.json" 2> "$WORK/inspect-rel.err" \
+        || fail "inspect-snapshot --release-state: $(cat "$WORK/inspect-rel.err")"
+    python3 - "$WORK" "$ROLES_STEPS" "$sealed" <<'PY' || fail "inspect-snapshot's account of the roles' state"
+import json, sys
+w, nxt, sealed = sys.argv[1], int(sys.argv[2]) + 1, sys.argv[3] == "true"
+ing = json.load(open(f"{w}/inspect.json"))["streams"]
+rel = json.load(open(f"{w}/inspect-rel.json"))["streams"]
+shards = sorted((s["stream"], s["partition"]) for s in ing if s["kind"] == "ingest" and s["ledger"] is None
+                and s["open_step"] == nxt)
+assert shards == sorted((x, p) for x in ("cum/a", "win/a") for p in range(4)), shards
+assert [(s["stream"], s["kind"]) for s in ing if s["kind"] != "ingest"] == [("plain", "combined")], ing
+got = sorted((s["stream"], s["kind"], s["next_release_step"], s["ledger"]["exhausted"]) for s in rel)
+assert got == [("cum/a", "release", nxt, True), ("win/a", "release", nxt, True)], got
+assert all(s["authenticated"] and s["merger_state_bytes"] > 0 for s in rel), rel
+assert all(s["sealed"] == sealed for s in ing + rel), [(s["stream"], s["sealed"]) for s in ing + rel]
+PY
+}
+
+roles_holding() {   # $1 = log file
+    [ "$(grep -o 'holding it [0-9]* ms\|held transaction' "$1" 2>/dev/null | tail -1 | cut -c1-7)" = holding ]
+}
+
+roles_stop_all() {
+    local p rc
+    for p in "${RUN_PIDS[@]}"; do kill -TERM "$p"; done
+    for p in "${RUN_PIDS[@]}"; do rc=0; wait "$p" || rc=$?; [ "$rc" -eq 0 ] || fail "pid $p exited $rc on SIGTERM"; done
+    RUN_PIDS=()
 }
 
 # roles_refuse_record KIND TEXT — fail closed (docs/kafka.md §10): the
