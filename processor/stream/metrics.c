@@ -465,16 +465,14 @@ void dp_metrics_shard_progress(dp_metrics *m, const char *id, size_t len, int32_
         progress_add(m, id, len, shard, open_step);
 }
 
-void dp_metrics_release_progress(dp_metrics *m, const char *id, size_t len, uint64_t next_step, uint32_t shards,
-                                 const uint8_t *arrived)
+uint8_t *dp_metrics_release_progress(dp_metrics *m, const char *id, size_t len, uint64_t next_step,
+                                     uint32_t shards)
 {
     mx_progress *e = progress_add(m, id, len, -1, next_step);
-    if (!e || !shards)
-        return;
-    if (!(e->arrived = malloc(shards)))
-        return;
-    memcpy(e->arrived, arrived, shards);
+    if (!e || !shards || !(e->arrived = calloc(shards, 1)))
+        return NULL;
     e->shards = shards;
+    return e->arrived;
 }
 
 /* --- views ------------------------------------------------------------------------------- */

@@ -91,12 +91,14 @@ void dp_metrics_kafka_stats(dp_metrics *m, const char *json, size_t len);
  * step timer, never on data).  Taken afresh for each view: when
  * dp_metrics_due says a view is due, the processor calls progress_begin,
  * then one call per shard it ingests and per sharded stream it releases
- * (`arrived[i]`: shard i's statistics of next_step are in), then tick. */
+ * (release_progress returns the stream's `arrived` array of `shards`
+ * bytes for the caller to fill — arrived[i]: shard i's statistics of
+ * next_step are in — or NULL without memory), then tick. */
 int  dp_metrics_due(const dp_metrics *m, int64_t now_ms);
 void dp_metrics_progress_begin(dp_metrics *m);
 void dp_metrics_shard_progress(dp_metrics *m, const char *id, size_t len, int32_t shard, uint64_t open_step);
-void dp_metrics_release_progress(dp_metrics *m, const char *id, size_t len, uint64_t next_step, uint32_t shards,
-                                 const uint8_t *arrived);
+uint8_t *dp_metrics_release_progress(dp_metrics *m, const char *id, size_t len, uint64_t next_step,
+                                     uint32_t shards);
 
 /* --- the HTTP server's threads ------------------------------------------------------ */
 

@@ -282,12 +282,11 @@ static void metrics_progress(proc *p, dp_metrics *m)
             continue;
         if (s->kind == PS_STREAM_SHARD) {
             dp_metrics_shard_progress(m, s->id, s->id_len, s->partition, dp_synth_open_step(s->synth));
-        } else if (s->kind == PS_STREAM_RELEASE && s->merger.shards <= 4096) {
-            uint8_t arrived[4096];
+        } else if (s->kind == PS_STREAM_RELEASE) {
             uint64_t next = dp_synth_release_next_step(s->synth);
-            for (uint32_t k = 0; k < s->merger.shards; k++)
+            uint8_t *arrived = dp_metrics_release_progress(m, s->id, s->id_len, next, s->merger.shards);
+            for (uint32_t k = 0; arrived && k < s->merger.shards; k++)
                 arrived[k] = (uint8_t)dp_stats_merger_has(&s->merger, next, k);
-            dp_metrics_release_progress(m, s->id, s->id_len, next, s->merger.shards, arrived);
         }
     }
 }
