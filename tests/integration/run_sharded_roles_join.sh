@@ -5,7 +5,8 @@
 # run_sharded_roles.sh (a sharded window, a sharded cumulative and an
 # unsharded stream, 4 partitions) with 12 steps, every transaction held
 # open a while (--debug-commit-delay-ms).  Steps 1-6 are written first;
-# once some steps are released a third ingest instance and a second
+# once both sharded streams have released a step (so every partition's
+# state holds shard snapshots) a third ingest instance and a second
 # release instance join, and steps 7-12 are written once they own
 # partitions.  Then:
 #   * they joined mid-run: fewer steps released than the replay's when
@@ -43,11 +44,17 @@ roles_start release roles-rel rel --debug-commit-delay-ms 300
 roles_wait_log rel "assigned 4 partition" "the release instance's partitions"
 roles_produce "$WORK/first.jsonl"
 
+# Join once both sharded streams have released a step: a sharded release
+# needs every shard's statistics, each committed with its shard's SYI1, so
+# every state partition then holds a snapshot for the joiner to restore.
+# (Counting all releases is not enough: the unsharded stream's partition can
+# release several steps before some shard has closed one.)
 deadline=$((SECONDS + 120))
-until before=$(roles_released); [ "$before" -ge 4 ]; do
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for the first releases"
+until [ "$(roles_released_of win/a)" -ge 1 ] && [ "$(roles_released_of cum/a)" -ge 1 ]; do
+    [ $SECONDS -lt $deadline ] || fail "timed out waiting for the first sharded releases"
     sleep 0.5
 done
+before=$(roles_released)
 roles_start ingest roles-in3 in3 --debug-commit-delay-ms 300
 roles_start release roles-rel2 rel2 --debug-commit-delay-ms 300
 echo "a third ingest and a second release instance joined with $before of $EXPECT releases committed"

@@ -6,7 +6,8 @@
 # unless set), roles_input (their interleaved input with CLOSE_STEP
 # markers, and its replay: EXPECT = 3 × ROLES_STEPS manifests),
 # roles_produce [FILE] (the input, or FILE), roles_start ROLE ID LOG [run options] (appends its pid to
-# RUN_PIDS, LAST_PID), roles_released (committed manifests now),
+# RUN_PIDS, LAST_PID), roles_released (committed manifests now), roles_released_of STREAM
+# (that stream's),
 # roles_same_as_replay (the committed releases and budget events, stream
 # by stream, byte-identical to the replay's), roles_wait_all SECONDS (until
 # every step is released, every instance of RUN_PIDS alive), roles_stop_all
@@ -77,6 +78,14 @@ roles_start() {   # $1 = role, $2 = instance id, $3 = log name, then more `run` 
 roles_released() {
     if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
         grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true
+    else
+        echo 0
+    fi
+}
+
+roles_released_of() {   # $1 = stream: its committed manifests now
+    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
+        grep -c "\"type\":\"manifest\",\"stream\":\"$1\"" "$WORK/out/releases.jsonl" || true
     else
         echo 0
     fi
