@@ -23,6 +23,14 @@ static const dp_counter_ops *const KIND_OPS[DP_COUNTER_KIND_COUNT] = {
     [DP_COUNTER_SPARSE_INHOMOGENEOUS] = &dp_counter_ops_sparse_inhomogeneous,
 };
 
+int dp_counter_prepare_horizons(const dp_counter_config *cfg, uint64_t max_horizon)
+{
+    if ((unsigned)cfg->kind >= DP_COUNTER_KIND_COUNT)
+        return DP_EINVAL;
+    const dp_counter_ops *ops = KIND_OPS[cfg->kind];
+    return ops->prepare_horizons ? ops->prepare_horizons(cfg, max_horizon) : DP_OK;
+}
+
 static int counter_alloc(dp_counter **out, const dp_counter_config *cfg, const dp_key *key,
                          const char *stream_id, size_t stream_id_len, const char *label,
                          char *errstr, size_t errstr_size)

@@ -83,6 +83,13 @@ int dp_counter_create(dp_counter **out, const dp_counter_config *cfg,
                       const dp_noise_source *noise, char *errstr, size_t errstr_size);
 void dp_counter_destroy(dp_counter *c);
 
+/* Before creating counters of cfg's kind for many horizons 1..max_horizon
+ * (a `cumulative` stream does): let the kind do its per-horizon setup for
+ * all of them at once — blt fits every horizon's parameters, several
+ * searches side by side, ~3x less time than one at a time.  Optional and
+ * pure: the counters created afterwards are the same bit for bit. */
+int dp_counter_prepare_horizons(const dp_counter_config *cfg, uint64_t max_horizon);
+
 /* Feed x_t for the next step and get the noisy prefix sum after it.
  * DP_EHORIZON (state unchanged) once a bounded counter has seen T steps. */
 int dp_counter_add(dp_counter *c, int64_t x, int64_t *noisy_prefix);

@@ -10,7 +10,8 @@
  *   (R^{-1} w)_t = u_t = w_t - Σ_i ω_i B_i(t) with B fed by u (feedback),
  * so every step costs O(d) time and the mechanism keeps O(d) state.
  *
- * Parameters for horizon T (dp_blt_fit, computed here, not pasted).  The
+ * Parameters for horizon T (dp_blt_fit, computed in counter_blt_fit.c,
+ * not pasted).  The
  * square-root coefficients c_k = C(2k,k)/4^k are the moments of the
  * arcsine law, c_k = ∫_0^1 θ^k dμ(θ), dμ = dθ/(π sqrt(θ(1-θ))), so a
  * positive quadrature of μ gives a sum of geometric sequences with
@@ -59,7 +60,6 @@
 #include "core/dp_error.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,227 +83,6 @@ typedef struct blt_state {
     /* lazy variance tables: Σ_{j<t} l̂_j², Σ_{j<t} |l̂_j| */
     double  *lsq, *labs;
 } blt_state;
-
-/* --- fitting ------------------------------------------------------------ */
-
-static double arcsine_cdf(double theta)
-{
-    if (theta <= 0)
-        return 0;
-    if (theta >= 1)
-        return 1;
-    return 2.0 / 3.14159265358979323846 * asin(sqrt(theta));
-}
-
-/* Nodes equally spaced in v = log(1-θ) from vmax (θ_min) down to vmin
- * (θ_max); weights = μ-mass of each cell. */
-static void blt_quadrature(unsigned d, double vmin, double vmax, double lam,
-                           double *theta, double *omega)
-{
-    double v[DP_BLT_MAX_BUFFERS];
-    for (unsigned i = 0; i < d; i++) {
-        v[i] = d == 1 ? 0.5 * (vmin + vmax) : vmax + (vmin - vmax) * (double)i / (double)(d - 1);
-        theta[i] = 1.0 - exp(v[i]);
-    }
-    for (unsigned i = 0; i < d; i++) {
-        double lo = i == 0 ? 0.0 : 1.0 - exp(0.5 * (v[i - 1] + v[i]));
-        double hi = i + 1 == d ? 1.0 : 1.0 - exp(0.5 * (v[i] + v[i + 1]));
-        omega[i] = lam * (arcsine_cdf(hi) - arcsine_cdf(lo)) * theta[i];
-    }
-}
-
-int dp_blt_objective(uint64_t T, unsigned d, const double *theta, const double *omega,
-                     double *sens2, double *maxvar, double *meanvar)
-{
-    if (d == 0 || d > DP_BLT_MAX_BUFFERS || T == 0)
-        return DP_EINVAL;
-    double pw[DP_BLT_MAX_BUFFERS], b[DP_BLT_MAX_BUFFERS] = {0};
-    for (unsigned i = 0; i < d; i++)
-        pw[i] = 1.0;
-    double s2 = 1.0;             /* r_0² */
-    /* k = R^{-1} e_1 by the feedback recursion, l = prefix sums.  One loop
-     * runs both recursions (s2's term k = t, then the feedback's step t):
-     * each accumulator sees the same operations in the same order as in
-     * two loops, and the two dependency chains overlap in the CPU. */
-    double kprev = 0, l = 0, acc = 0, accsum = 0;
-    for (uint64_t t = 0; t < T; t++) {
-        if (t > 0) {
-            double r = 0;
-            for (unsigned i = 0; i < d; i++) {
-                r += omega[i] * pw[i];
-                pw[i] *= theta[i];
-            }
-            s2 += r * r;
-        }
-        double fbk = 0;
-        for (unsigned i = 0; i < d; i++) {
-            b[i] = theta[i] * b[i] + kprev;
-            fbk += omega[i] * b[i];
-        }
-        double k = (t == 0 ? 1.0 : 0.0) - fbk;
-        kprev = k;
-        l += k;
-        acc += l * l;
-        accsum += acc;
-    }
-    if (sens2)
-        *sens2 = s2;
-    if (maxvar)
-        *maxvar = acc;
-    if (meanvar)
-        *meanvar = accsum / (double)T;
-    return DP_OK;
-}
-
-static double blt_cost(uint64_t T, unsigned d, const double *p, double *theta, double *omega)
-{
-    blt_quadrature(d, p[0], p[1], exp(p[2]), theta, omega);
-    double s2, mv;
-    dp_blt_objective(T, d, theta, omega, &s2, &mv, NULL);
-    return isfinite(s2 * mv) ? s2 * mv : INFINITY;
-}
-
-/* The points a search has costed.  The coordinate search comes back to
- * points it costed a pass ago (a move and the opposite probe, neighbours
- * of a point that did not move); a costed point is looked up, not
- * recomputed — the same double either way (blt_cost is deterministic). */
-typedef struct blt_seen {
-    size_t n;
-    double q[512][3], cost[512];
-} blt_seen;
-
-static double blt_cost_seen(blt_seen *seen, uint64_t T, unsigned d, const double *q, double *th, double *om)
-{
-    for (size_t i = 0; i < seen->n; i++)
-        if (seen->q[i][0] == q[0] && seen->q[i][1] == q[1] && seen->q[i][2] == q[2])
-            return seen->cost[i];
-    double c = blt_cost(T, d, q, th, om);
-    if (seen->n < sizeof seen->cost / sizeof seen->cost[0]) {
-        memcpy(seen->q[seen->n], q, sizeof seen->q[0]);
-        seen->cost[seen->n++] = c;
-    }
-    return c;
-}
-
-static int blt_fit_search(uint64_t T, unsigned d, double *theta, double *omega)
-{
-    blt_seen *seen = calloc(1, sizeof *seen);
-    if (!seen)
-        return DP_ENOMEM;
-    /* p = (log(1-θ_max), log(1-θ_min), log λ); start at the natural scales
-     * 1/T .. 1/2 with the plain quadrature. */
-    double p[3] = {log(1.0 / (double)(T + 1)), log(0.5), 0.0};
-    double lo[3] = {log(1.0 / (64.0 * (double)T + 64.0)), log(1.0 / (64.0 * (double)T + 64.0)), -3.0};
-    double hi[3] = {log(0.999), log(0.999), 3.0};
-    double step[3] = {1.0, 1.0, 0.25};
-    double th[DP_BLT_MAX_BUFFERS], om[DP_BLT_MAX_BUFFERS];
-    double best = blt_cost_seen(seen, T, d, p, th, om);
-    for (int round = 0; round < 12; round++) {
-        int improved = 1;
-        while (improved) {
-            improved = 0;
-            for (int k = 0; k < 3; k++) {
-                for (int sgn = -1; sgn <= 1; sgn += 2) {
-                    double q[3] = {p[0], p[1], p[2]};
-                    q[k] += sgn * step[k];
-                    if (q[k] < lo[k] || q[k] > hi[k] || q[0] >= q[1] - 1e-3)
-                        continue;
-                    double cst = blt_cost_seen(seen, T, d, q, th, om);
-                    if (cst < best * (1.0 - 1e-9)) {
-                        best = cst;
-                        memcpy(p, q, sizeof p);
-                        improved = 1;
-                    }
-                }
-            }
-        }
-        for (int k = 0; k < 3; k++)
-            step[k] *= 0.5;
-    }
-    free(seen);
-    blt_quadrature(d, p[0], p[1], exp(p[2]), theta, omega);
-    return DP_OK;
-}
-
-/* The fit is a pure function of (T, d), and it is paid per counter:
- * `cumulative` creates one counter for each horizon T, T−1, …, 1 plus a
- * probe per horizon, and check-config and stream creation each build the
- * stream — 4 fits of every (T, d) for one check-config at horizon 1024
- * (6.7 s).  A process-wide memo returns the very doubles the search
- * found, so the counters (and the releases) are the same bit for bit.
- * At most MEMO_MAX entries (~36 MB); past that, fits are recomputed. */
-typedef struct blt_fit_memo {
-    uint64_t T;                        /* 0: empty slot */
-    unsigned d;
-    double   theta[DP_BLT_MAX_BUFFERS], omega[DP_BLT_MAX_BUFFERS];
-} blt_fit_memo;
-
-#define MEMO_MAX ((size_t)1 << 17)
-static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
-static blt_fit_memo   *memo;
-static size_t          memo_cap, memo_n;
-
-static size_t memo_slot(const blt_fit_memo *tab, size_t cap, uint64_t T, unsigned d)
-{
-    size_t i = (size_t)((T * 0x9e3779b97f4a7c15ull) ^ d) & (cap - 1);
-    while (tab[i].T && !(tab[i].T == T && tab[i].d == d))
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
-/* Grow the table to keep it at most half full; 0 if it cannot (then the
- * caller does not store). */
-static int memo_reserve(void)
-{
-    if (memo_n + 1 <= memo_cap / 2)
-        return 1;
-    size_t cap = memo_cap ? memo_cap * 2 : 1024;
-    if (cap / 2 > MEMO_MAX)
-        return 0;
-    blt_fit_memo *tab = calloc(cap, sizeof *tab);
-    if (!tab)
-        return 0;
-    for (size_t i = 0; i < memo_cap; i++)
-        if (memo[i].T)
-            tab[memo_slot(tab, cap, memo[i].T, memo[i].d)] = memo[i];
-    free(memo);
-    memo = tab;
-    memo_cap = cap;
-    return 1;
-}
-
-int dp_blt_fit(uint64_t T, unsigned d, double *theta, double *omega)
-{
-    if (d == 0 || d > DP_BLT_MAX_BUFFERS || T == 0)
-        return DP_EINVAL;
-    pthread_mutex_lock(&memo_lock);
-    if (memo_cap) {
-        const blt_fit_memo *e = &memo[memo_slot(memo, memo_cap, T, d)];
-        if (e->T) {
-            memcpy(theta, e->theta, d * sizeof *theta);
-            memcpy(omega, e->omega, d * sizeof *omega);
-            pthread_mutex_unlock(&memo_lock);
-            return DP_OK;
-        }
-    }
-    pthread_mutex_unlock(&memo_lock);
-    int rc = blt_fit_search(T, d, theta, omega);   /* outside the lock: a fit at 10^4 takes ~0.1 s */
-    if (rc != DP_OK)
-        return rc;
-    pthread_mutex_lock(&memo_lock);
-    if (memo_reserve()) {
-        blt_fit_memo *e = &memo[memo_slot(memo, memo_cap, T, d)];
-        if (!e->T) {
-            e->T = T;
-            e->d = d;
-            memcpy(e->theta, theta, d * sizeof *theta);
-            memcpy(e->omega, omega, d * sizeof *omega);
-            memo_n++;
-        }
-    }
-    pthread_mutex_unlock(&memo_lock);
-    return DP_OK;
-}
 
 /* --- the counter ---------------------------------------------------------- */
 
@@ -570,6 +349,14 @@ int dp_blt_decode_only(const dp_counter *c, const int64_t *z, uint64_t n, double
     return DP_OK;
 }
 
+static int blt_prepare_horizons(const dp_counter_config *cfg, uint64_t max_horizon)
+{
+    unsigned d = cfg->buffers ? cfg->buffers : DP_BLT_DEFAULT_BUFFERS;
+    if (d > DP_BLT_MAX_BUFFERS || max_horizon > DP_FACTOR_MAX_HORIZON)
+        return DP_OK;   /* blt_init refuses it, with the reason */
+    return dp_blt_fit_horizons(max_horizon, d);
+}
+
 const dp_counter_ops dp_counter_ops_blt = {
     .kind = DP_COUNTER_BLT,
     .bounded = 1,
@@ -583,4 +370,5 @@ const dp_counter_ops dp_counter_ops_blt = {
     .save = blt_save,
     .load = blt_load,
     .fini = blt_fini,
+    .prepare_horizons = blt_prepare_horizons,
 };

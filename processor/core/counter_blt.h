@@ -1,5 +1,6 @@
 /* counter_blt.h — internals of the blt(T, d) counter exposed for its unit
- * tests and the counters benchmark (private to core/; counter_blt.c). */
+ * tests and the counters benchmark (private to core/; counter_blt.c and
+ * counter_blt_fit.c). */
 #ifndef DP_COUNTER_BLT_H
 #define DP_COUNTER_BLT_H
 
@@ -13,6 +14,17 @@
  * the horizon-T square-root factorization (see counter_blt.c).  Returns
  * DP_OK or DP_ENOMEM / DP_EINVAL. */
 int dp_blt_fit(uint64_t T, unsigned d, double *theta, double *omega);
+
+/* The quadrature the fit searches over: d nodes θ_i equally spaced in
+ * v = log(1-θ) from vmax (θ_min) down to vmin (θ_max), ω_i = lam × the
+ * arcsine law's mass of node i's cell × θ_i. */
+void dp_blt_quadrature(unsigned d, double vmin, double vmax, double lam, double *theta, double *omega);
+
+/* Fit every horizon 1..max_horizon with d buffers into the process's memo
+ * (counter_blt_fit.c), several searches at a time; later dp_blt_fit calls
+ * of those horizons find them.  The same doubles as one dp_blt_fit per
+ * horizon.  DP_OK, DP_ENOMEM or DP_EINVAL. */
+int dp_blt_fit_horizons(uint64_t max_horizon, unsigned d);
 
 /* For R = Toeplitz(r) (T x T) and L = A R^{-1}: *sens2 = max column
  * Σ r_k² (= Σ_{k<T} r_k², by the O(T·d) recursion), *maxvar = max_t

@@ -43,6 +43,10 @@ typedef struct dp_counter_ops {
     int    (*save)(const dp_counter *c, dp_buf *b);
     int    (*load)(dp_counter *c, dp_reader *r);
     void   (*fini)(dp_counter *c);
+    /* Optional: do the per-horizon work of creating counters of cfg's
+     * kind for every horizon 1..max_horizon at once (blt: its fits, run
+     * side by side).  Pure: changes no counter's parameters. */
+    int    (*prepare_horizons)(const dp_counter_config *cfg, uint64_t max_horizon);
 } dp_counter_ops;
 
 /* The generator for one purpose at one step of this counter:
