@@ -441,9 +441,13 @@ int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reaso
  * table miss in panel order (steady steps 6-9 -> 15-25 M/s).  In random
  * arrival order the id's offset and bytes were two more misses per update
  * (3.5-4.5 M/s) that prefetch stages did not hide; short ids stored in the
- * slot remove them (2-4x faster on a loaded machine, bench/RESULTS.md). */
-#define PF_DIST 16
-#define PF_RING 32   /* power of two > PF_DIST: hashes of the updates in flight */
+ * slot remove them (2-4x faster on a loaded machine, bench/RESULTS.md).
+ * Behind the Kafka consumer (whose fetch thread streams the input through
+ * the same caches and memory) 16 ahead was too short: 48 took the
+ * processor thread's steady CPU 8 % lower in bench_throughput, 96 no
+ * further (bench/RESULTS.md, 2026-11-28 issue 41 §1 entry). */
+#define PF_DIST 48
+#define PF_RING 64   /* power of two > PF_DIST: hashes of the updates in flight */
 
 /* Pre-check update u and, if it passes, hash its id and prefetch its slot. */
 static inline void batch_look_ahead(const dp_lingest *li, const dp_update *u, dp_reject_reason *reason,
