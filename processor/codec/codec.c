@@ -318,6 +318,15 @@ int dpc_check_text(const char *s, size_t len, int nonempty, const char *field,
     if (len && !s)
         return dp_err(errstr, errstr_size, DP_EINVAL, "%s is NULL", field);
     size_t ascii = 0;   /* the usual case, ids: printable ASCII, no NUL */
+    /* Eight bytes at a time while no byte is 0 or >= 0x80 (the word test
+     * is exact: a zero byte sets its high bit in (w - ones) & ~w); the
+     * byte loop then stops at the same first other byte it always did. */
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    for (uint64_t w; ascii + 8 <= len; ascii += 8) {
+        memcpy(&w, s + ascii, sizeof w);
+        if ((w | ((w - ones) & ~w)) & highs)
+            break;
+    }
     while (ascii < len && (uint8_t)(s[ascii] - 1) < 0x7f)
         ascii++;
     if (ascii == len)

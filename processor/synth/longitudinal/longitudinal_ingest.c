@@ -154,14 +154,30 @@ void dp_lingest_free(dp_lingest *li)
 #define SLOT_INLINE_MAX 11
 #define SLOT_LONG 0xffu
 
-/* The key and tag an id has in its slot. */
+/* Bytes p[0..len), len <= 8, as a little-endian word padded with zeros —
+ * what a memcpy into a zeroed buffer and a load would give, without the
+ * store-forwarding stall that costs (perf: a fifth of table_find).  The
+ * overlapping loads put each byte at its own position; overlaps OR the
+ * same byte with itself. */
+static inline uint64_t load_short(const uint8_t *p, size_t len)
+{
+    if (len == 8)
+        return load_u64(p);
+    if (len >= 4)
+        return load_u32(p) | load_u32(p + len - 4) << (8 * (len - 4));
+    if (len > 0)
+        return (uint64_t)p[0] | (uint64_t)p[len >> 1] << (8 * (len >> 1)) | (uint64_t)p[len - 1] << (8 * (len - 1));
+    return 0;
+}
+
+/* The key and tag an id has in its slot: bytes 0-7 little-endian, bytes
+ * 8-10 and the length (both zero-padded). */
 static inline void slot_key(const uint8_t *id, size_t len, uint64_t h, uint64_t *key, uint32_t *tag)
 {
     if (len <= SLOT_INLINE_MAX) {
-        uint8_t b[16] = {0};
-        memcpy(b, id, len);
-        *key = load_u64(b);
-        *tag = (uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)len << 24;
+        size_t head = len < 8 ? len : 8;
+        *key = load_short(id, head);
+        *tag = (uint32_t)load_short(id + head, len - head) | (uint32_t)len << 24;
     } else {
         *key = h;
         *tag = SLOT_LONG << 24 | (uint32_t)(h >> 40);
@@ -441,9 +457,13 @@ int dp_lingest_offer(dp_lingest *li, const dp_update *u, dp_reject_reason *reaso
  * table miss in panel order (steady steps 6-9 -> 15-25 M/s).  In random
  * arrival order the id's offset and bytes were two more misses per update
  * (3.5-4.5 M/s) that prefetch stages did not hide; short ids stored in the
- * slot remove them (2-4x faster on a loaded machine, bench/RESULTS.md). */
-#define PF_DIST 16
-#define PF_RING 32   /* power of two > PF_DIST: hashes of the updates in flight */
+ * slot remove them (2-4x faster on a loaded machine, bench/RESULTS.md).
+ * Behind the Kafka consumer (whose fetch thread streams the input through
+ * the same caches and memory) 16 ahead was too short: 48 took the
+ * processor thread's steady CPU 8 % lower in bench_throughput, 96 no
+ * further (bench/RESULTS.md, throughput, 2026-11-28 22:00 UTC). */
+#define PF_DIST 48
+#define PF_RING 64   /* power of two > PF_DIST: hashes of the updates in flight */
 
 /* Pre-check update u and, if it passes, hash its id and prefetch its slot. */
 static inline void batch_look_ahead(const dp_lingest *li, const dp_update *u, dp_reject_reason *reason,
