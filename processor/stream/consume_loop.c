@@ -346,7 +346,6 @@ static int handle_update(proc *p, const rd_kafka_message_t *m, const dp_update *
  * another stream, a marker, a message that fails a check — ends the run
  * first, so side effects keep log order. */
 
-/* The stream m would be ingested into by the plain path, or NULL. */
 /* a[0..n) == b[0..n) for the short ids compared per message: inline, as a
  * library memcmp call cost more than the comparison (bench/RESULTS.md). */
 static inline int same_bytes(const void *a, const void *b, size_t n)
@@ -358,6 +357,7 @@ static inline int same_bytes(const void *a, const void *b, size_t n)
     return 1;
 }
 
+/* The stream m would be ingested into by the plain path, or NULL. */
 static ps_stream *run_candidate(proc *p, const rd_kafka_message_t *m, const dp_update *u)
 {
     if (u->kind == DP_UPDATE_CLOSE_STEP)
