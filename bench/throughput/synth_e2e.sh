@@ -50,6 +50,8 @@
 # project's Python venv (confluent-kafka; scripts/install-deps.sh); the
 # broker is never started or stopped here.
 # SYNTH marginal-forest: `marginal` with `method: forest` (synth_workload.py).
+# OUTPUT=delta (spatial, hypercube): the stream's `output` is `delta` instead
+# of the default `full` (the synthesizer alone runs the same config).
 # Usage: bash synth_e2e.sh path/to/dpstream SYNTH [SIZE (1000000)] [T (10)] [L (5)]
 set -euo pipefail
 BIN=$(realpath "${1:?usage: synth_e2e.sh path/to/dpstream SYNTH [SIZE] [T] [L]}")
@@ -84,6 +86,10 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- the workload: T + L steps of M updates and a marker each ---------------------
 SCFG=$(python3 "$HERE/synth_workload.py" config "$SYNTH" --per-step "$M" --steps $((T + L)))
+if [ -n "${OUTPUT:-}" ]; then
+    SCFG=$(python3 -c 'import json, sys; c = json.loads(sys.argv[1]); c["output"] = sys.argv[2]; print(json.dumps(c))' \
+        "$SCFG" "$OUTPUT")
+fi
 printf '{"topics": {"prefix": "%s", "partitions": 1},\n "streams": [{"match": "%s", "synthesizer": "%s", "config": %s}]}\n' \
     "$PREFIX" "$STREAM" "$KIND" "$SCFG" > "$WORK/config.json"
 case $SYNTH in
