@@ -86,7 +86,7 @@ void dp_counter_destroy(dp_counter *c);
 /* Before creating counters of cfg's kind for many horizons 1..max_horizon
  * (a `cumulative` stream does): let the kind do its per-horizon setup for
  * all of them at once — blt fits every horizon's parameters, several
- * searches side by side, ~3x less time than one at a time.  Optional and
+ * searches side by side, about half the time of one at a time.  Optional and
  * pure: the counters created afterwards are the same bit for bit. */
 int dp_counter_prepare_horizons(const dp_counter_config *cfg, uint64_t max_horizon);
 

@@ -19,7 +19,8 @@
  *
  * Fits are memoised per (T, d) for the process: check-config and stream
  * creation each build a stream, and `cumulative` creates a counter and a
- * probe per horizon.  Owns: the memo.  Calls: libm only. */
+ * probe per horizon.  Owns: the memo (under a mutex).  Calls: libm,
+ * pthreads. */
 #include "core/counter_blt.h"
 #include "core/dp_error.h"
 
