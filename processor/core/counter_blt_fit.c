@@ -14,8 +14,8 @@
  * floating-point operations, in exactly the order, of a lone evaluation
  * (no operation mixes lanes; no reassociation), so every fitted double —
  * and so every counter and every release — is the same bit for bit as
- * one search at a time (tests/unit/test_counter_factorization.c compares
- * the batched fits with one-at-a-time fits).
+ * one search at a time (tests/unit/test_counter_blt_fit.c holds them, and
+ * the objective, to the plain search written out as the specification).
  *
  * Fits are memoised per (T, d) for the process: check-config and stream
  * creation each build a stream, and `cumulative` creates a counter and a
