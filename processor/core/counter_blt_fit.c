@@ -197,6 +197,7 @@ int dp_blt_objective(uint64_t T, unsigned d, const double *theta, const double *
 typedef struct blt_search {
     uint64_t T;
     unsigned d;
+    size_t row;                   /* which of fit_many's horizons */
     double p[3], lo[3], hi[3], step[3], best;
     double q[3];                  /* the probe awaiting its cost */
     int costed_start;             /* 0 until the start point's cost is in */
@@ -404,23 +405,22 @@ static void memo_put(uint64_t T, unsigned d, const double *theta, const double *
 static int fit_many(const uint64_t *horizons, size_t n, unsigned d, double *theta, double *omega)
 {
     blt_search *pool = malloc(FIT_LANES * sizeof *pool);
-    if (!pool)
-        return DP_ENOMEM;
     blt_lanes *lanes = malloc(sizeof *lanes);
-    if (!lanes) {
+    if (!pool || !lanes) {
         free(pool);
+        free(lanes);
         return DP_ENOMEM;
     }
-    blt_search *live[FIT_LANES];
-    size_t which[FIT_LANES];
-    unsigned nlive = 0;
-    size_t next = 0;
-    for (;;) {
-        while (nlive < FIT_LANES && next < n) {   /* fill free lanes */
-            live[nlive] = &pool[nlive];
-            which[nlive] = next;
-            search_start(live[nlive], horizons[next++], d);
-            nlive++;
+    blt_search *live[FIT_LANES], *idle[FIT_LANES];   /* searches running; pool slots free */
+    unsigned nlive = 0, nidle = FIT_LANES;
+    for (unsigned j = 0; j < FIT_LANES; j++)
+        idle[j] = &pool[j];
+    for (size_t next = 0;;) {
+        while (nidle && next < n) {   /* a free slot takes the next horizon */
+            blt_search *s = idle[--nidle];
+            search_start(s, horizons[next], d);
+            s->row = next++;
+            live[nlive++] = s;
         }
         if (!nlive)
             break;
@@ -429,21 +429,17 @@ static int fit_many(const uint64_t *horizons, size_t n, unsigned d, double *thet
         for (unsigned j = 0; j < nlive; j++) {
             blt_search *s = live[j];
             if (search_next(s)) {
-                if (m != j) {   /* keep the pool compact: slot m takes it */
-                    pool[m] = *s;
-                    which[m] = which[j];
-                }
-                live[m] = &pool[m];
-                m++;
+                live[m++] = s;
                 continue;
             }
             double th[DP_BLT_MAX_BUFFERS], om[DP_BLT_MAX_BUFFERS];
             dp_blt_quadrature(d, s->p[0], s->p[1], exp(s->p[2]), th, om);
             memo_put(s->T, d, th, om);
             if (theta)
-                memcpy(theta + which[j] * d, th, d * sizeof *th);
+                memcpy(theta + s->row * d, th, d * sizeof *th);
             if (omega)
-                memcpy(omega + which[j] * d, om, d * sizeof *om);
+                memcpy(omega + s->row * d, om, d * sizeof *om);
+            idle[nidle++] = s;
         }
         nlive = m;
     }
@@ -467,14 +463,14 @@ int dp_blt_fit_horizons(uint64_t max_horizon, unsigned d)
         return DP_EINVAL;
     if (max_horizon > MEMO_MAX)
         return DP_OK;   /* would not fit in the memo: each counter fits its own */
-    uint64_t *todo = malloc(max_horizon * sizeof *todo);
-    if (!todo)
+    uint64_t *unfitted = malloc(max_horizon * sizeof *unfitted);
+    if (!unfitted)
         return DP_ENOMEM;
     size_t n = 0;
     for (uint64_t H = 1; H <= max_horizon; H++)
         if (!memo_get(H, d, NULL, NULL))
-            todo[n++] = H;
-    int rc = fit_many(todo, n, d, NULL, NULL);
-    free(todo);
+            unfitted[n++] = H;
+    int rc = fit_many(unfitted, n, d, NULL, NULL);
+    free(unfitted);
     return rc;
 }

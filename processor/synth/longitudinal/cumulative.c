@@ -272,16 +272,14 @@ static int cumul_release_create(dp_release_half **out, const json_t *config,
     w->stream_id[w->stream_id_len] = '\0';
     snprintf(w->mechanism, sizeof w->mechanism, "cumulative/%s", dp_counter_kind_name(c->counter_kind));
 
-    /* Weights of the ρ split (see the header comment): a probe counter per
-     * horizon, so let the kind prepare every horizon at once first. */
-    if (c->counter_kind != DP_COUNTER_TREE) {
-        dp_counter_config pc = counter_config(w, T, 1e-3);
-        rc = dp_counter_prepare_horizons(&pc, T);
-        if (rc != DP_OK) {
-            cumul_release_destroy((dp_release_half *)w);
-            return dp_err(errstr, errstr_size, rc, "cumulative: counter %s: cannot prepare its horizons",
-                          dp_counter_kind_name(c->counter_kind));
-        }
+    /* Weights of the ρ split (see the header comment): a counter (or a
+     * probe) per horizon, so let the kind prepare every horizon at once. */
+    dp_counter_config all_horizons = counter_config(w, T, c->rho);
+    rc = dp_counter_prepare_horizons(&all_horizons, T);
+    if (rc != DP_OK) {
+        cumul_release_destroy((dp_release_half *)w);
+        return dp_err(errstr, errstr_size, rc, "cumulative: counter %s: cannot prepare its horizons",
+                      dp_counter_kind_name(c->counter_kind));
     }
     for (uint64_t b = 1; b <= T; b++) {
         uint64_t H = T - b + 1;

@@ -75,20 +75,18 @@ roles_start() {   # $1 = role, $2 = instance id, $3 = log name, then more `run` 
     RUN_PIDS+=("$LAST_PID")
 }
 
-roles_released() {
+roles_released_of() {   # $1 = stream, or "" for all: committed manifests now
+    local pat='"type":"manifest"'
+    [ -z "${1:-}" ] || pat="$pat,\"stream\":\"$1\""
     if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
-        grep -c '"type":"manifest"' "$WORK/out/releases.jsonl" || true
+        grep -c "$pat" "$WORK/out/releases.jsonl" || true
     else
         echo 0
     fi
 }
 
-roles_released_of() {   # $1 = stream: its committed manifests now
-    if "$BIN" export --config "$WORK/config.json" --out "$WORK/out" > /dev/null 2>> "$WORK/export.err"; then
-        grep -c "\"type\":\"manifest\",\"stream\":\"$1\"" "$WORK/out/releases.jsonl" || true
-    else
-        echo 0
-    fi
+roles_released() {
+    roles_released_of ""
 }
 
 roles_same_as_replay() {
